@@ -1,0 +1,36 @@
+package backends
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Errors a Backend returns. The fronts map them to Redis's replies and HTTP
+// statuses, so a backend wraps its own causes with these where they apply.
+var (
+	// ErrNotInteger: the stored value is not a decimal integer in int64 range.
+	ErrNotInteger = errors.New("value is not an integer or out of range")
+	// ErrOverflow: an increment would overflow int64.
+	ErrOverflow = errors.New("increment or decrement would overflow")
+	// ErrUnavailable: the store cannot be reached now; the request may succeed later.
+	ErrUnavailable = errors.New("backend unavailable")
+	// ErrBadKey: the key cannot name anything in this store (for example a
+	// table route whose key does not parse as the primary key's type).
+	ErrBadKey = errors.New("invalid key")
+	// ErrBadValue: the value cannot be stored here (for example a table
+	// route given something that is not a JSON object of its columns).
+	ErrBadValue = errors.New("invalid value")
+	// ErrValueTooLarge: the value is over the route's max_value_bytes.
+	ErrValueTooLarge = errors.New("value too large")
+	// ErrUnsupported: the store cannot do this operation.
+	ErrUnsupported = errors.New("operation not supported by this backend")
+)
+
+// SpecError is a route option a driver cannot honour.
+type SpecError struct {
+	Field, Value, Reason string
+}
+
+func (e *SpecError) Error() string {
+	return e.Field + ": " + strconv.Quote(e.Value) + ": " + e.Reason
+}

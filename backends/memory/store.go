@@ -1,0 +1,268 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/maypok86/otter/v2"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// Store is one route's namespace of a memory driver.
+//
+// Reads check each item's deadline against the clock themselves; otter's own
+// expiry only frees the memory. Every read-modify-write runs inside otter's
+// Compute, under the lock of the key's bucket, so concurrent INCRs lose
+// nothing and SET NX has exactly one winner.
+type Store struct {
+	c      *otter.Cache[key, item]
+	ns     uint32
+	shared func() bool
+}
+
+func (s *Store) k(k string) key { return key{ns: s.ns, key: k} }
+
+// owned is a key the cache may keep: keys passed in are borrowed.
+func (s *Store) owned(k string) key { return key{ns: s.ns, key: strings.Clone(k)} }
+
+func now() int64 { return time.Now().UnixNano() }
+
+// deadline turns a TTL into an item's exp, given the old item's exp for TTLKeep.
+func deadline(t backends.TTL, oldExp int64, n int64) int64 {
+	switch t.Mode {
+	case backends.TTLKeep:
+		return oldExp
+	case backends.TTLRelative:
+		return n + int64(t.D)
+	case backends.TTLAt:
+		return t.At.UnixNano()
+	}
+	return 0
+}
+
+// clone copies a borrowed value; an empty value stays non-nil.
+func clone(v []byte) []byte {
+	if v == nil {
+		return []byte{}
+	}
+	return bytes.Clone(v)
+}
+
+// Get returns the value of a live key.
+func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
+	it, ok := s.c.GetIfPresent(s.k(k))
+	if !ok || !it.live(now()) {
+		return nil, false, nil
+	}
+	return it.val, true, nil
+}
+
+// MGet appends the value of each key, or nil, to dst.
+func (s *Store) MGet(_ context.Context, keys []string, dst [][]byte) ([][]byte, error) {
+	n := now()
+	for _, k := range keys {
+		it, ok := s.c.GetIfPresent(s.k(k))
+		if !ok || !it.live(n) {
+			dst = append(dst, nil)
+			continue
+		}
+		dst = append(dst, it.val)
+	}
+	return dst, nil
+}
+
+// Set stores val as opts says.
+func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
+	n := now()
+	if opts.Cond == backends.SetAlways && !opts.Get && opts.TTL.Mode != backends.TTLKeep {
+		exp := deadline(opts.TTL, 0, n)
+		if exp != 0 && exp <= n {
+			s.c.Invalidate(s.k(k)) // a deadline already past: stored, and gone at once
+			return backends.SetResult{Stored: true}, nil
+		}
+		s.c.Set(s.owned(k), item{val: clone(val), exp: exp})
+		return backends.SetResult{Stored: true}, nil
+	}
+	var res backends.SetResult
+	s.c.Compute(s.owned(k), func(old item, found bool) (item, otter.ComputeOp) {
+		live := found && old.live(n)
+		if opts.Get && live {
+			res.Old, res.OldFound = old.val, true
+		}
+		if (opts.Cond == backends.SetIfAbsent && live) || (opts.Cond == backends.SetIfPresent && !live) {
+			return old, otter.CancelOp
+		}
+		res.Stored = true
+		oldExp := int64(0)
+		if live {
+			oldExp = old.exp
+		}
+		exp := deadline(opts.TTL, oldExp, n)
+		if exp != 0 && exp <= n {
+			return item{}, otter.InvalidateOp
+		}
+		return item{val: clone(val), exp: exp}, otter.WriteOp
+	})
+	return res, nil
+}
+
+// MSet stores every pair with no expiry. It is not atomic across keys: a
+// reader may see some pairs before others.
+func (s *Store) MSet(_ context.Context, pairs []backends.KV) error {
+	for _, p := range pairs {
+		s.c.Set(s.owned(p.Key), item{val: clone(p.Val)})
+	}
+	return nil
+}
+
+// Del removes the keys and counts the live ones.
+func (s *Store) Del(_ context.Context, keys []string) (int64, error) {
+	n, count := now(), int64(0)
+	for _, k := range keys {
+		if it, ok := s.c.Invalidate(s.k(k)); ok && it.live(n) {
+			count++
+		}
+	}
+	return count, nil
+}
+
+// Exists counts the live keys.
+func (s *Store) Exists(_ context.Context, keys []string) (int64, error) {
+	n, count := now(), int64(0)
+	for _, k := range keys {
+		if it, ok := s.c.GetIfPresent(s.k(k)); ok && it.live(n) {
+			count++
+		}
+	}
+	return count, nil
+}
+
+// GetDel returns a live key's value and removes it.
+func (s *Store) GetDel(_ context.Context, k string) ([]byte, bool, error) {
+	it, ok := s.c.Invalidate(s.k(k))
+	if !ok || !it.live(now()) {
+		return nil, false, nil
+	}
+	return it.val, true, nil
+}
+
+// GetEx returns a live key's value and sets its expiry.
+func (s *Store) GetEx(ctx context.Context, k string, ttl backends.TTL) ([]byte, bool, error) {
+	if ttl.Mode == backends.TTLKeep {
+		return s.Get(ctx, k)
+	}
+	n := now()
+	var val []byte
+	var found bool
+	s.c.ComputeIfPresent(s.k(k), func(old item) (item, otter.ComputeOp) {
+		if !old.live(n) {
+			return old, otter.InvalidateOp
+		}
+		val, found = old.val, true
+		exp := deadline(ttl, old.exp, n)
+		if exp != 0 && exp <= n {
+			return item{}, otter.InvalidateOp
+		}
+		return item{val: old.val, exp: exp}, otter.WriteOp
+	})
+	return val, found, nil
+}
+
+// IncrBy adds delta to the integer at k.
+func (s *Store) IncrBy(_ context.Context, k string, delta int64) (int64, error) {
+	n := now()
+	var result int64
+	var err error
+	s.c.Compute(s.owned(k), func(old item, found bool) (item, otter.ComputeOp) {
+		var cur, exp int64
+		if found && old.live(n) {
+			v, ok := backends.ParseInt(old.val)
+			if !ok {
+				err = backends.ErrNotInteger
+				return old, otter.CancelOp
+			}
+			cur, exp = v, old.exp
+		}
+		if (delta > 0 && cur > maxInt64-delta) || (delta < 0 && cur < minInt64-delta) {
+			err = backends.ErrOverflow
+			return old, otter.CancelOp
+		}
+		result = cur + delta
+		return item{val: strconv.AppendInt(nil, result, 10), exp: exp}, otter.WriteOp
+	})
+	return result, err
+}
+
+const (
+	maxInt64 = 1<<63 - 1
+	minInt64 = -1 << 63
+)
+
+// Expire sets, changes or removes (TTLNone) a live key's expiry.
+func (s *Store) Expire(_ context.Context, k string, ttl backends.TTL, cond backends.ExpireCond) (bool, error) {
+	n := now()
+	changed := false
+	s.c.ComputeIfPresent(s.k(k), func(old item) (item, otter.ComputeOp) {
+		if !old.live(n) {
+			return old, otter.InvalidateOp
+		}
+		if ttl.Mode == backends.TTLNone {
+			if old.exp == 0 {
+				return old, otter.CancelOp
+			}
+			changed = true
+			return item{val: old.val}, otter.WriteOp
+		}
+		exp := deadline(ttl, old.exp, n)
+		if !backends.ExpireAllowed(cond, old.exp, exp) {
+			return old, otter.CancelOp
+		}
+		changed = true
+		if exp <= n {
+			return item{}, otter.InvalidateOp
+		}
+		return item{val: old.val, exp: exp}, otter.WriteOp
+	})
+	return changed, nil
+}
+
+// TTL returns the remaining lifetime of k.
+func (s *Store) TTL(_ context.Context, k string) (time.Duration, error) {
+	n := now()
+	it, ok := s.c.GetIfPresent(s.k(k))
+	switch {
+	case !ok || !it.live(n):
+		return backends.TTLMissing, nil
+	case it.exp == 0:
+		return backends.TTLPersistent, nil
+	}
+	return time.Duration(it.exp - n), nil
+}
+
+// Len counts the route's live keys: cheap when the route has the cache to
+// itself, a scan of the cache when routes share it.
+func (s *Store) Len(context.Context) (int64, error) {
+	if !s.shared() {
+		return int64(s.c.EstimatedSize()), nil
+	}
+	n, count := now(), int64(0)
+	for k, it := range s.c.All() {
+		if k.ns == s.ns && it.live(n) {
+			count++
+		}
+	}
+	return count, nil
+}
+
+// Close does nothing: the entries belong to the driver, and stay for the
+// route that reopens this namespace after a reload.
+func (s *Store) Close() error { return nil }
+
+var (
+	_ backends.Backend = (*Store)(nil)
+	_ backends.Sizer   = (*Store)(nil)
+)

@@ -1,0 +1,80 @@
+// Package decode turns loosely typed option maps (YAML, environment, flags)
+// into structs strictly: an unknown key is an error that names it, sizes are
+// written like "256MiB" and durations like "30s".
+package decode
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/go-viper/mapstructure/v2"
+)
+
+// ByteSize is a size in bytes written in config as a number or with a unit
+// ("64KiB", "256MiB", "1GB").
+type ByteSize int64
+
+// String prints the size with a binary unit.
+func (b ByteSize) String() string { return humanize.IBytes(uint64(b)) }
+
+// ParseByteSize reads "256MiB", "1GB", "4096".
+func ParseByteSize(s string) (ByteSize, error) {
+	n, err := humanize.ParseBytes(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size (like 64KiB or 256MiB)", s)
+	}
+	if n > 1<<62 {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return ByteSize(n), nil
+}
+
+// Duration is a time.Duration written in config as "30s", "500ms".
+type Duration time.Duration
+
+// String prints the duration as Go does.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// Strict decodes input into out (a pointer to a struct with mapstructure
+// tags). Unknown keys and values of the wrong kind are errors.
+func Strict(input any, out any) error {
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		ErrorUnused:      true,
+		WeaklyTypedInput: true, // environment variables and flags arrive as strings
+		Result:           out,
+		TagName:          "mapstructure",
+		DecodeHook:       Hook,
+	})
+	if err != nil {
+		return err
+	}
+	return dec.Decode(input)
+}
+
+// Hook converts strings and numbers into ByteSize and Duration.
+var Hook mapstructure.DecodeHookFunc = func(from, to reflect.Type, data any) (any, error) {
+	switch to {
+	case reflect.TypeFor[ByteSize]():
+		switch v := data.(type) {
+		case string:
+			return ParseByteSize(v)
+		case int, int64, uint64, float64:
+			return data, nil
+		}
+	case reflect.TypeFor[Duration]():
+		switch v := data.(type) {
+		case string:
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a duration (like 500ms or 30s)", v)
+			}
+			return Duration(d), nil
+		case int, int64, float64:
+			return nil, fmt.Errorf("%v is not a duration: write it with a unit, like \"30s\"", v)
+		}
+	}
+	return data, nil
+}

@@ -1,0 +1,171 @@
+// Package route maps keys to the backends that store them. A Table is one
+// immutable set of routes, built from config; the Router holds the current
+// Table and swaps it on reload. The RESP and HTTP fronts share one Router, so
+// a key written over one is read back over the other.
+package route
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// Route is a named rule: which keys it owns and which backend stores them.
+type Route struct {
+	// Name names the route in HTTP paths (/{name}/get?id=…) and metrics.
+	Name string
+	// Prefix is the route's RESP namespace: keys starting with it belong to
+	// the route, and the backend stores them without it. "" is the catch-all.
+	Prefix string
+	// BackendName is the configured backend the route stores in, for errors
+	// ("backend pg unavailable") and INFO.
+	BackendName string
+	// Backend stores the route's keys; it is instrumented (metrics, value
+	// size limit) by NewTable.
+	Backend backends.Backend
+	// MaxValueBytes bounds a value written through the route; 0 is no bound.
+	MaxValueBytes int64
+
+	raw backends.Backend // the backend as opened, closed when the table retires
+}
+
+// Table is one immutable set of routes.
+type Table struct {
+	routes   []*Route          // config order
+	byName   map[string]*Route // HTTP
+	prefixed []*Route          // routes by prefix, longest first; the catch-all last
+
+	refs     atomic.Int64
+	retiring atomic.Bool
+	drained  chan struct{}
+}
+
+// NewTable builds a table and instruments each route's backend with m
+// (which may be nil). Names must be unique, and so must prefixes.
+func NewTable(routes []*Route, m *Metrics) (*Table, error) {
+	t := &Table{byName: make(map[string]*Route, len(routes)), drained: make(chan struct{})}
+	prefixes := map[string]string{}
+	for _, r := range routes {
+		if _, dup := t.byName[r.Name]; dup {
+			return nil, fmt.Errorf("route %q is defined twice", r.Name)
+		}
+		if other, dup := prefixes[r.Prefix]; dup {
+			return nil, fmt.Errorf("routes %q and %q have the same prefix %q", other, r.Name, r.Prefix)
+		}
+		prefixes[r.Prefix] = r.Name
+		t.byName[r.Name] = r
+		t.routes = append(t.routes, r)
+		t.prefixed = append(t.prefixed, r)
+		r.raw = r.Backend
+		r.Backend = instrument(r, m)
+	}
+	sort.SliceStable(t.prefixed, func(i, j int) bool {
+		return len(t.prefixed[i].Prefix) > len(t.prefixed[j].Prefix)
+	})
+	return t, nil
+}
+
+// Routes returns the routes in config order.
+func (t *Table) Routes() []*Route { return t.routes }
+
+// ByName returns the route an HTTP path names, or nil.
+func (t *Table) ByName(name string) *Route { return t.byName[name] }
+
+// ForKey returns the route owning a RESP key by the longest matching prefix,
+// and the key as the backend stores it (without the prefix). The route is nil
+// when no prefix matches and there is no catch-all.
+//
+// A linear scan: tables have a handful of routes, and it allocates nothing.
+func (t *Table) ForKey(key string) (*Route, string) {
+	for _, r := range t.prefixed {
+		if strings.HasPrefix(key, r.Prefix) {
+			return r, key[len(r.Prefix):]
+		}
+	}
+	return nil, key
+}
+
+// release ends one use of the table.
+func (t *Table) release() {
+	if t.refs.Add(-1) == 0 && t.retiring.Load() {
+		t.signalDrained()
+	}
+}
+
+func (t *Table) signalDrained() {
+	select {
+	case <-t.drained:
+	default:
+		close(t.drained)
+	}
+}
+
+// Close closes every route's backend. Call it on a table that is no longer
+// in a Router (Router.Swap does this after in-flight requests end).
+func (t *Table) Close() error {
+	var first error
+	for _, r := range t.routes {
+		if err := r.raw.Close(); err != nil && first == nil {
+			first = fmt.Errorf("route %s: close: %w", r.Name, err)
+		}
+	}
+	return first
+}
+
+// Router holds the current table.
+type Router struct {
+	cur atomic.Pointer[Table]
+}
+
+// NewRouter returns a router serving t.
+func NewRouter(t *Table) *Router {
+	r := &Router{}
+	r.cur.Store(t)
+	return r
+}
+
+// Current returns the table for a quick look that does not call a backend
+// (listing routes, /config).
+func (r *Router) Current() *Table { return r.cur.Load() }
+
+// Acquire returns the current table and holds it open until the returned
+// release is called: a swap waits for it before closing the old backends.
+// Fronts acquire once per request or per pipelined batch.
+func (r *Router) Acquire() (*Table, func()) {
+	for {
+		t := r.cur.Load()
+		t.refs.Add(1)
+		if r.cur.Load() == t {
+			return t, t.release
+		}
+		t.release() // swapped while we took it: take the new one
+	}
+}
+
+// Swap makes next current, waits (up to ctx) for requests on the old table
+// to finish, and returns the old table for the caller to close.
+func (r *Router) Swap(ctx context.Context, next *Table) (*Table, error) {
+	old := r.cur.Swap(next)
+	old.retiring.Store(true)
+	if old.refs.Load() == 0 {
+		old.signalDrained()
+	}
+	select {
+	case <-old.drained:
+		return old, nil
+	case <-ctx.Done():
+		return old, fmt.Errorf("old routes still busy after %v: %w", since(ctx), ctx.Err())
+	}
+}
+
+func since(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return time.Until(d).Abs()
+	}
+	return 0
+}
