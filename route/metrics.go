@@ -121,7 +121,9 @@ func (in *instrumented) lookup(found bool) {
 	in.misses.Inc()
 }
 
-func (in *instrumented) tooLarge(v []byte) bool { return in.maxValue > 0 && int64(len(v)) > in.maxValue }
+func (in *instrumented) tooLarge(v []byte) bool {
+	return in.maxValue > 0 && int64(len(v)) > in.maxValue
+}
 
 func (in *instrumented) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	start := time.Now()

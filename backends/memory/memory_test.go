@@ -1,0 +1,167 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/backendtest"
+)
+
+func open(t *testing.T, d *Driver, route string) backends.Backend {
+	t.Helper()
+	b, err := d.Open(context.Background(), backends.RouteSpec{Name: route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T) backends.Backend {
+		d := NewDriver("mem", 64<<20)
+		t.Cleanup(func() { d.Close() })
+		return open(t, d, "r")
+	})
+}
+
+func TestNamespaces(t *testing.T) {
+	d := NewDriver("mem", 1<<20)
+	defer d.Close()
+	a, b := open(t, d, "a"), open(t, d, "b")
+	ctx := context.Background()
+	if _, err := a.Set(ctx, "k", []byte("in a"), backends.SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := b.Get(ctx, "k"); ok {
+		t.Fatalf("route b sees route a's key")
+	}
+	// Reopening a route (a reload) finds its keys again.
+	if v, ok, _ := open(t, d, "a").Get(ctx, "k"); !ok || string(v) != "in a" {
+		t.Fatalf("reopened route lost its key: %q %v", v, ok)
+	}
+	if n, _ := a.(backends.Sizer).Len(ctx); n != 1 {
+		t.Fatalf("Len(a) = %d, want 1", n)
+	}
+	if n, _ := b.(backends.Sizer).Len(ctx); n != 0 {
+		t.Fatalf("Len(b) = %d, want 0", n)
+	}
+}
+
+func TestMaxBytes(t *testing.T) {
+	const budget = 1 << 20
+	d := NewDriver("mem", budget)
+	defer d.Close()
+	b := open(t, d, "r")
+	ctx := context.Background()
+	val := make([]byte, 1024)
+	for i := range 10_000 { // 10 MiB offered to a 1 MiB cache
+		if _, err := b.Set(ctx, fmt.Sprintf("k%d", i), val, backends.SetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.cache.CleanUp()
+	if used := d.cache.WeightedSize(); used > budget {
+		t.Fatalf("cache holds %d bytes, over its %d budget", used, budget)
+	}
+}
+
+func TestConcurrentIncrAndSetNX(t *testing.T) {
+	d := NewDriver("mem", 1<<20)
+	defer d.Close()
+	b := open(t, d, "r")
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stored := 0
+	for range 50 {
+		wg.Go(func() {
+			for range 200 {
+				if _, err := b.IncrBy(ctx, "counter", 1); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			res, err := b.Set(ctx, "lock", []byte("x"), backends.SetOptions{Cond: backends.SetIfAbsent})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.Stored {
+				mu.Lock()
+				stored++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if v, _, _ := b.Get(ctx, "counter"); string(v) != "10000" {
+		t.Fatalf("counter = %s, want 10000", v)
+	}
+	if stored != 1 {
+		t.Fatalf("SET NX stored %d times, want 1", stored)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    map[string]any
+		wantErr string
+	}{
+		{"default", nil, ""},
+		{"size", map[string]any{"max_bytes": "64MiB"}, ""},
+		{"unknown", map[string]any{"maxbytes": "64MiB"}, "maxbytes"},
+		{"bad size", map[string]any{"max_bytes": "lots"}, "lots"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := New(context.Background(), "mem", tc.opts, nil)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Close()
+				return
+			}
+			if err == nil || !contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want one naming %q", err, tc.wantErr)
+			}
+		})
+	}
+	d := NewDriver("mem", 1<<20)
+	defer d.Close()
+	if _, err := d.Open(context.Background(), backends.RouteSpec{Name: "x", Table: "t"}); err == nil {
+		t.Fatalf("memory accepted a table option")
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func BenchmarkGet(b *testing.B) {
+	d := NewDriver("mem", 64<<20)
+	defer d.Close()
+	s, _ := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
+	ctx := context.Background()
+	s.Set(ctx, "key:000042", make([]byte, 100), backends.SetOptions{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok, _ := s.Get(ctx, "key:000042"); !ok {
+			b.Fatal("miss")
+		}
+	}
+}
+
+func BenchmarkSet(b *testing.B) {
+	d := NewDriver("mem", 64<<20)
+	defer d.Close()
+	s, _ := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
+	ctx := context.Background()
+	val := make([]byte, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Set(ctx, "key:000042", val, backends.SetOptions{})
+	}
+}
