@@ -25,9 +25,8 @@ func replyError(ctx *fasthttp.RequestCtx, status int, reason string) {
 	ctx.Response.ResetBody()
 	ctx.SetStatusCode(status)
 	ctx.SetContentType(contentTypeText)
-	body := ctx.Response.BodyBuffer()
-	body.WriteString(oneLine(reason))
-	body.WriteString("\n")
+	ctx.Response.AppendBodyString(oneLine(reason))
+	ctx.Response.AppendBodyString("\n")
 }
 
 // replyBackendError answers a failed backend call on r. A failure never

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,9 +20,10 @@ import (
 type Route struct {
 	// Name names the route in HTTP paths (/{name}/get?id=…) and metrics.
 	Name string
-	// Prefix is the route's RESP namespace: keys starting with it belong to
-	// the route, and the backend stores them without it. "" is the catch-all.
-	Prefix string
+	// Prefixes are the route's RESP namespaces: keys starting with one belong
+	// to the route, and the backend stores them without it. "" is the
+	// catch-all. A route with none is reached over HTTP only.
+	Prefixes []string
 	// BackendName is the configured backend the route stores in, for errors
 	// ("backend pg unavailable") and INFO.
 	BackendName string
@@ -38,11 +40,17 @@ type Route struct {
 type Table struct {
 	routes   []*Route          // config order
 	byName   map[string]*Route // HTTP
-	prefixed []*Route          // routes by prefix, longest first; the catch-all last
+	prefixed []prefixed        // by prefix, longest first; the catch-all last
 
-	refs     atomic.Int64
-	retiring atomic.Bool
-	drained  chan struct{}
+	refs      atomic.Int64
+	retiring  atomic.Bool
+	drained   chan struct{}
+	drainOnce sync.Once
+}
+
+type prefixed struct {
+	prefix string
+	route  *Route
 }
 
 // NewTable builds a table and instruments each route's backend with m
@@ -54,18 +62,20 @@ func NewTable(routes []*Route, m *Metrics) (*Table, error) {
 		if _, dup := t.byName[r.Name]; dup {
 			return nil, fmt.Errorf("route %q is defined twice", r.Name)
 		}
-		if other, dup := prefixes[r.Prefix]; dup {
-			return nil, fmt.Errorf("routes %q and %q have the same prefix %q", other, r.Name, r.Prefix)
+		for _, p := range r.Prefixes {
+			if other, dup := prefixes[p]; dup {
+				return nil, fmt.Errorf("routes %q and %q have the same prefix %q", other, r.Name, p)
+			}
+			prefixes[p] = r.Name
+			t.prefixed = append(t.prefixed, prefixed{prefix: p, route: r})
 		}
-		prefixes[r.Prefix] = r.Name
 		t.byName[r.Name] = r
 		t.routes = append(t.routes, r)
-		t.prefixed = append(t.prefixed, r)
 		r.raw = r.Backend
 		r.Backend = instrument(r, m)
 	}
 	sort.SliceStable(t.prefixed, func(i, j int) bool {
-		return len(t.prefixed[i].Prefix) > len(t.prefixed[j].Prefix)
+		return len(t.prefixed[i].prefix) > len(t.prefixed[j].prefix)
 	})
 	return t, nil
 }
@@ -82,9 +92,9 @@ func (t *Table) ByName(name string) *Route { return t.byName[name] }
 //
 // A linear scan: tables have a handful of routes, and it allocates nothing.
 func (t *Table) ForKey(key string) (*Route, string) {
-	for _, r := range t.prefixed {
-		if strings.HasPrefix(key, r.Prefix) {
-			return r, key[len(r.Prefix):]
+	for _, p := range t.prefixed {
+		if strings.HasPrefix(key, p.prefix) {
+			return p.route, key[len(p.prefix):]
 		}
 	}
 	return nil, key
@@ -97,13 +107,7 @@ func (t *Table) release() {
 	}
 }
 
-func (t *Table) signalDrained() {
-	select {
-	case <-t.drained:
-	default:
-		close(t.drained)
-	}
-}
+func (t *Table) signalDrained() { t.drainOnce.Do(func() { close(t.drained) }) }
 
 // Close closes every route's backend. Call it on a table that is no longer
 // in a Router (Router.Swap does this after in-flight requests end).

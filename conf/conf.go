@@ -1,0 +1,103 @@
+// Package conf loads pgcache's configuration: a YAML file, then PGCACHE_*
+// environment variables, then command-line flags, each layer over the one
+// before and all over the defaults. Decoding is strict (an unknown key is an
+// error) and validation names the field and the value it refuses.
+package conf
+
+import (
+	"github.com/pgcache/pgcache/internal/decode"
+)
+
+// Config is the whole of pgcache's configuration.
+type Config struct {
+	// Listen holds the addresses pgcache serves on; "" turns a listener off.
+	Listen Listen `koanf:"listen" json:"listen"`
+	// Log configures logging.
+	Log Log `koanf:"log" json:"log"`
+	// ShutdownTimeout bounds how long SIGTERM waits for in-flight requests. Default 30s.
+	ShutdownTimeout decode.Duration `koanf:"shutdown_timeout" json:"shutdown_timeout"`
+	// RESP are the limits of the Redis protocol front.
+	RESP RESP `koanf:"resp" json:"resp"`
+	// HTTP are the limits of the HTTP data API.
+	HTTP HTTP `koanf:"http" json:"http"`
+	// Backends are the configured stores by name; each has a `type`
+	// (memory, postgres, valkey) and that type's options.
+	Backends map[string]map[string]any `koanf:"backends" json:"backends"`
+	// Routes map keys to backends. With no backends and no routes, pgcache
+	// runs one catch-all route "memory" on a 256MiB memory backend "mem".
+	Routes []Route `koanf:"routes" json:"routes"`
+}
+
+// Listen are the listen addresses.
+type Listen struct {
+	// RESP is the Redis protocol address. Default 127.0.0.1:6379.
+	RESP string `koanf:"resp" json:"resp"`
+	// HTTP is the data API address. Default 127.0.0.1:8080.
+	HTTP string `koanf:"http" json:"http"`
+	// Admin is the admin API address (/metrics, /healthz, /config). Default 127.0.0.1:2019.
+	Admin string `koanf:"admin" json:"admin"`
+}
+
+// Log configures zap.
+type Log struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `koanf:"level" json:"level"`
+	// Format is json or console. Default json; console when the level is
+	// debug and stderr is a terminal.
+	Format string `koanf:"format" json:"format"`
+}
+
+// RESP are the Redis protocol front's limits.
+type RESP struct {
+	// MaxClients refuses connections past this many. Default 10000.
+	MaxClients int `koanf:"max_clients" json:"max_clients"`
+	// MaxBulkBytes bounds one argument. Default 512MiB (Redis's proto-max-bulk-len).
+	MaxBulkBytes decode.ByteSize `koanf:"max_bulk_bytes" json:"max_bulk_bytes"`
+	// MaxInlineBytes bounds an inline (telnet-style) command. Default 64KiB.
+	MaxInlineBytes decode.ByteSize `koanf:"max_inline_bytes" json:"max_inline_bytes"`
+	// MaxMultibulkLen bounds the arguments of one command. Default 1048576.
+	MaxMultibulkLen int `koanf:"max_multibulk_len" json:"max_multibulk_len"`
+	// OutputBufferLimit drops a client whose unsent replies pass it. Default 64MiB.
+	OutputBufferLimit decode.ByteSize `koanf:"output_buffer_limit" json:"output_buffer_limit"`
+	// IdleTimeout closes a client idle this long; 0 never does. Default 0.
+	IdleTimeout decode.Duration `koanf:"idle_timeout" json:"idle_timeout"`
+	// WriteTimeout drops a client that does not take a reply this long. Default 30s.
+	WriteTimeout decode.Duration `koanf:"write_timeout" json:"write_timeout"`
+}
+
+// HTTP are the data API's limits.
+type HTTP struct {
+	// MaxBodyBytes bounds a request body (413 past it). Default 16MiB.
+	MaxBodyBytes decode.ByteSize `koanf:"max_body_bytes" json:"max_body_bytes"`
+	// ReadTimeout bounds reading one request. Default 30s.
+	ReadTimeout decode.Duration `koanf:"read_timeout" json:"read_timeout"`
+	// WriteTimeout bounds writing one response. Default 30s.
+	WriteTimeout decode.Duration `koanf:"write_timeout" json:"write_timeout"`
+	// IdleTimeout closes a keep-alive connection idle this long. Default 120s.
+	IdleTimeout decode.Duration `koanf:"idle_timeout" json:"idle_timeout"`
+	// MaxConns bounds concurrent connections. Default 10000.
+	MaxConns int `koanf:"max_conns" json:"max_conns"`
+}
+
+// Route is one entry of `routes:`.
+type Route struct {
+	// Name names the route in HTTP paths (/{name}/get) and metrics. Required.
+	Name string `koanf:"name" json:"name"`
+	// Prefix is the RESP key prefix the route owns; "" is the catch-all.
+	// Absent: the route is reached over HTTP (and CRUD: keys for table routes) only.
+	Prefix *string `koanf:"prefix" json:"prefix,omitempty"`
+	// Backend names an entry of `backends:`. Required.
+	Backend string `koanf:"backend" json:"backend"`
+	// MaxValueBytes bounds a value written through the route; 0: the RESP
+	// and HTTP limits only.
+	MaxValueBytes decode.ByteSize `koanf:"max_value_bytes" json:"max_value_bytes,omitempty"`
+
+	// Table is a kv table (postgres): created if absent.
+	Table string `koanf:"table" json:"table,omitempty"`
+	// Durability of a kv table: unlogged, async or standard (postgres). Default standard.
+	Durability string `koanf:"durability" json:"durability,omitempty"`
+	// KeyType of a kv table: text, uuid or bigint (postgres). Default text.
+	KeyType string `koanf:"key_type" json:"key_type,omitempty"`
+	// SourceTable is schema.table of an existing table served by primary key (postgres).
+	SourceTable string `koanf:"source_table" json:"source_table,omitempty"`
+}

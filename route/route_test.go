@@ -1,0 +1,170 @@
+package route
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/memory"
+)
+
+func table(t *testing.T, prefixes map[string][]string) *Table {
+	t.Helper()
+	d := memory.NewDriver("mem", 1<<20)
+	t.Cleanup(func() { d.Close() })
+	var routes []*Route
+	for name, ps := range prefixes {
+		b, err := d.Open(context.Background(), backends.RouteSpec{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes = append(routes, &Route{Name: name, Prefixes: ps, BackendName: "mem", Backend: b})
+	}
+	tab, err := NewTable(routes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+func TestLongestPrefix(t *testing.T) {
+	tab := table(t, map[string][]string{
+		"all":      {""},
+		"pg":       {"pg:"},
+		"sessions": {"pg:session:"},
+		"http":     nil,
+	})
+	for _, tc := range []struct{ key, route, stripped string }{
+		{"a", "all", "a"},
+		{"pg:42", "pg", "42"},
+		{"pg:session:7", "sessions", "7"},
+		{"pg:sess", "pg", "sess"},
+		{"", "all", ""},
+	} {
+		r, k := tab.ForKey(tc.key)
+		if r == nil || r.Name != tc.route || k != tc.stripped {
+			t.Errorf("ForKey(%q) = %v, %q; want %s, %q", tc.key, r, k, tc.route, tc.stripped)
+		}
+	}
+	if tab.ByName("http") == nil || tab.ByName("nope") != nil {
+		t.Errorf("ByName")
+	}
+	noCatchAll := table(t, map[string][]string{"pg": {"pg:"}})
+	if r, _ := noCatchAll.ForKey("x"); r != nil {
+		t.Errorf("ForKey without a catch-all = %v, want nil", r.Name)
+	}
+}
+
+func TestDuplicates(t *testing.T) {
+	d := memory.NewDriver("mem", 1<<20)
+	defer d.Close()
+	b, _ := d.Open(context.Background(), backends.RouteSpec{Name: "a"})
+	if _, err := NewTable([]*Route{{Name: "a", Prefixes: []string{"x"}, Backend: b}, {Name: "b", Prefixes: []string{"x"}, Backend: b}}, nil); err == nil {
+		t.Errorf("duplicate prefix accepted")
+	}
+	if _, err := NewTable([]*Route{{Name: "a", Backend: b}, {Name: "a", Backend: b}}, nil); err == nil {
+		t.Errorf("duplicate name accepted")
+	}
+}
+
+func TestValueLimit(t *testing.T) {
+	d := memory.NewDriver("mem", 1<<20)
+	defer d.Close()
+	b, _ := d.Open(context.Background(), backends.RouteSpec{Name: "a"})
+	tab, err := NewTable([]*Route{{Name: "a", Prefixes: []string{""}, Backend: b, MaxValueBytes: 4}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := tab.ForKey("k")
+	ctx := context.Background()
+	if _, err := r.Backend.Set(ctx, "k", []byte("12345"), backends.SetOptions{}); err != backends.ErrValueTooLarge {
+		t.Fatalf("Set over the limit: %v", err)
+	}
+	if _, ok, _ := r.Backend.Get(ctx, "k"); ok {
+		t.Fatalf("a refused value was stored")
+	}
+	if _, err := r.Backend.Set(ctx, "k", []byte("1234"), backends.SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Swap waits for the requests on the old table before handing it back.
+func TestSwapWaitsForInflight(t *testing.T) {
+	old := table(t, map[string][]string{"a": {""}})
+	next := table(t, map[string][]string{"b": {""}})
+	r := NewRouter(old)
+	held, release := r.Acquire()
+	if held != old {
+		t.Fatal("Acquire did not return the current table")
+	}
+	swapped := make(chan *Table)
+	go func() {
+		got, err := r.Swap(context.Background(), next)
+		if err != nil {
+			t.Error(err)
+		}
+		swapped <- got
+	}()
+	// New requests see the new table while the old one drains.
+	for range 1000 {
+		if r.Current() == next {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cur, rel2 := r.Acquire()
+	if cur != next {
+		t.Fatalf("Acquire after Swap returned the old table")
+	}
+	rel2()
+	select {
+	case <-swapped:
+		t.Fatal("Swap returned while a request still held the old table")
+	default:
+	}
+	release()
+	if got := <-swapped; got != old {
+		t.Fatalf("Swap returned %p, want the old table", got)
+	}
+}
+
+func TestSwapTimeout(t *testing.T) {
+	r := NewRouter(table(t, map[string][]string{"a": {""}}))
+	_, release := r.Acquire()
+	defer release()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := r.Swap(ctx, table(t, map[string][]string{"b": {""}})); err == nil {
+		t.Fatal("Swap did not time out while the old table was held")
+	}
+}
+
+func TestAcquireConcurrentWithSwap(t *testing.T) {
+	r := NewRouter(table(t, map[string][]string{"a": {""}}))
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, release := r.Acquire()
+				release()
+			}
+		})
+	}
+	for range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := r.Swap(ctx, table(t, map[string][]string{"a": {""}})); err != nil {
+			t.Error(err)
+		}
+		cancel()
+	}
+	close(stop)
+	wg.Wait()
+}
