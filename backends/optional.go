@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -29,4 +30,21 @@ type InfoSection interface {
 // table health). Its metrics carry a "backend" label with the driver name.
 type Collector interface {
 	Collectors() []prometheus.Collector
+}
+
+// Fenced is a Backend whose rows publish invalidation fences: a PostgreSQL
+// table with pgcache's fence triggers. A coherent L1 tier needs it.
+type Fenced interface {
+	// FenceTable names the table as its triggers do ("schema.table").
+	FenceTable() string
+	// FenceKey renders a route key as the triggers publish it: a kv key as
+	// it is; a table row's primary key as compact JSON (42, "a", [1,"b"]).
+	FenceKey(key string) (string, error)
+}
+
+// ExpiryReader is a Backend that returns each value with its remaining
+// lifetime by the store's clock (TTLPersistent for none), so a cache in
+// front of it never keeps a value longer than the store does.
+type ExpiryReader interface {
+	GetWithTTL(ctx context.Context, key string) (val []byte, ttl time.Duration, ok bool, err error)
 }

@@ -42,8 +42,8 @@ type Listen struct {
 type Log struct {
 	// Level is debug, info, warn or error. Default info.
 	Level string `koanf:"level" json:"level"`
-	// Format is json or console. Default json; console when the level is
-	// debug and stderr is a terminal.
+	// Format is json, console, or auto: json, except console when the level
+	// is debug and stderr is a terminal. Default auto.
 	Format string `koanf:"format" json:"format"`
 }
 
@@ -77,6 +77,8 @@ type HTTP struct {
 	IdleTimeout decode.Duration `koanf:"idle_timeout" json:"idle_timeout"`
 	// MaxConns bounds concurrent connections. Default 10000.
 	MaxConns int `koanf:"max_conns" json:"max_conns"`
+	// MaxHeaderBytes bounds the request line plus headers (431 past it). Default 8KiB.
+	MaxHeaderBytes decode.ByteSize `koanf:"max_header_bytes" json:"max_header_bytes"`
 }
 
 // Route is one entry of `routes:`.

@@ -11,7 +11,7 @@ const (
 	DefaultAdminAddr = "127.0.0.1:2019" // Caddy's admin port, and its habit of loopback only
 
 	DefaultLogLevel  = "info"
-	DefaultLogFormat = "json"
+	DefaultLogFormat = "auto"
 
 	DefaultShutdownTimeout = 30 * time.Second
 
@@ -30,6 +30,7 @@ const (
 	DefaultHTTPWriteTimeout = 30 * time.Second
 	DefaultHTTPIdleTimeout  = 120 * time.Second
 	DefaultHTTPMaxConns     = 10000
+	DefaultHTTPMaxHeader    = 8 << 10
 
 	// The embedded default: one memory backend and one catch-all route, so
 	// `pgcache run` works on a bare machine.
@@ -71,11 +72,12 @@ func defaultsMap() map[string]any {
 			"write_timeout":       DefaultWriteTimeout.String(),
 		},
 		"http": map[string]any{
-			"max_body_bytes": DefaultHTTPMaxBodyBytes,
-			"read_timeout":   DefaultHTTPReadTimeout.String(),
-			"write_timeout":  DefaultHTTPWriteTimeout.String(),
-			"idle_timeout":   DefaultHTTPIdleTimeout.String(),
-			"max_conns":      DefaultHTTPMaxConns,
+			"max_body_bytes":   DefaultHTTPMaxBodyBytes,
+			"read_timeout":     DefaultHTTPReadTimeout.String(),
+			"write_timeout":    DefaultHTTPWriteTimeout.String(),
+			"idle_timeout":     DefaultHTTPIdleTimeout.String(),
+			"max_conns":        DefaultHTTPMaxConns,
+			"max_header_bytes": DefaultHTTPMaxHeader,
 		},
 	}
 }

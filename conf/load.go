@@ -40,7 +40,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("listen-http", DefaultHTTPAddr, `HTTP data API listen address ("" turns it off)`)
 	fs.String("listen-admin", DefaultAdminAddr, `admin API listen address ("" turns it off)`)
 	fs.String("log-level", DefaultLogLevel, "log level: debug, info, warn, error")
-	fs.String("log-format", DefaultLogFormat, "log format: json or console")
+	fs.String("log-format", DefaultLogFormat, "log format: auto, json or console")
 }
 
 // Source says where Load reads from. Every field is optional.

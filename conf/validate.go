@@ -49,8 +49,8 @@ func (c *Config) Validate() error {
 	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
 		errs.add("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
 	}
-	if !oneOf(c.Log.Format, "json", "console") {
-		errs.add("log.format", "%q is not one of json, console", c.Log.Format)
+	if !oneOf(c.Log.Format, "auto", "json", "console") {
+		errs.add("log.format", "%q is not one of auto, json, console", c.Log.Format)
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs.add("shutdown_timeout", "%v must be positive", c.ShutdownTimeout)
@@ -77,6 +77,7 @@ func (c *Config) validateLimits(errs *Errors) {
 	positive("resp.output_buffer_limit", int64(c.RESP.OutputBufferLimit))
 	positive("http.max_body_bytes", int64(c.HTTP.MaxBodyBytes))
 	positive("http.max_conns", int64(c.HTTP.MaxConns))
+	positive("http.max_header_bytes", int64(c.HTTP.MaxHeaderBytes))
 	for field, d := range map[string]int64{
 		"resp.idle_timeout": int64(c.RESP.IdleTimeout), "resp.write_timeout": int64(c.RESP.WriteTimeout),
 		"http.read_timeout": int64(c.HTTP.ReadTimeout), "http.write_timeout": int64(c.HTTP.WriteTimeout),

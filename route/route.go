@@ -46,6 +46,9 @@ type Table struct {
 	retiring  atomic.Bool
 	drained   chan struct{}
 	drainOnce sync.Once
+	// releaseFn is t.release bound once, so Acquire hands it out without
+	// allocating a method value per request.
+	releaseFn func()
 }
 
 type prefixed struct {
@@ -57,6 +60,7 @@ type prefixed struct {
 // (which may be nil). Names must be unique, and so must prefixes.
 func NewTable(routes []*Route, m *Metrics) (*Table, error) {
 	t := &Table{byName: make(map[string]*Route, len(routes)), drained: make(chan struct{})}
+	t.releaseFn = t.release
 	prefixes := map[string]string{}
 	for _, r := range routes {
 		if _, dup := t.byName[r.Name]; dup {
@@ -145,7 +149,7 @@ func (r *Router) Acquire() (*Table, func()) {
 		t := r.cur.Load()
 		t.refs.Add(1)
 		if r.cur.Load() == t {
-			return t, t.release
+			return t, t.releaseFn
 		}
 		t.release() // swapped while we took it: take the new one
 	}

@@ -1,0 +1,248 @@
+// Package postgres is the PostgreSQL backend, on pgx/v5. A route opens
+// either a kv table (the layout and queries of seeds/002: a text, uuid or
+// bigint key, a bytea value, an expires_at deadline kept by the database's
+// clock) at one of three durabilities, or the rows of an existing table,
+// served by primary key as JSON.
+//
+// One Driver holds one pool for the database, plus a second pool whose
+// sessions run with synchronous_commit=off for the routes that ask for
+// durability async. Nothing here blocks on the network at start: a database
+// that is down makes its routes answer backends.ErrUnavailable until it is
+// back, and each route creates or checks its table on first contact.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/decode"
+)
+
+// TypeName is the `type:` of this backend in the config.
+const TypeName = "postgres"
+
+func init() { backends.Register(TypeName, New) }
+
+// Route durabilities (RouteSpec.Durability).
+const (
+	DurabilityStandard = "standard" // logged table, synchronous commit: the default
+	DurabilityAsync    = "async"    // logged table, synchronous_commit=off
+	DurabilityUnlogged = "unlogged" // UNLOGGED table: emptied by a crash
+)
+
+// Driver is one configured PostgreSQL database.
+type Driver struct {
+	name     string
+	log      *zap.Logger
+	opts     Options
+	database string
+	pool     *pgxpool.Pool   // standard and unlogged kv tables, table routes, the sweeper
+	asyncCfg *pgxpool.Config // for the async pool, made on first use
+
+	mu     sync.Mutex
+	async  *pgxpool.Pool
+	stores map[opened]struct{} // open routes, for Check, metrics and INFO
+}
+
+// opened is a route's store as the driver sees it.
+type opened interface {
+	backends.Backend
+	base() *base
+}
+
+// New builds a driver from its options. It does not connect: pgxpool opens
+// connections when they are first needed.
+func New(_ context.Context, name string, options map[string]any, log *zap.Logger) (backends.Driver, error) {
+	var o Options
+	if err := decode.Strict(options, &o); err != nil {
+		return nil, err
+	}
+	return NewDriver(name, o, log)
+}
+
+// NewDriver builds a driver from decoded options; zero fields get their
+// defaults.
+func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
+	o.fill()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	cfg, err := o.poolConfig(nil)
+	if err != nil {
+		return nil, err
+	}
+	// Asynchronous commit is a session setting sent with the startup
+	// packet, so the async pool's sessions carry it from their first
+	// statement and no code path can forget it.
+	asyncCfg, err := o.poolConfig(map[string]string{"synchronous_commit": "off"})
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %w", name, err)
+	}
+	d := &Driver{
+		name:     name,
+		log:      log.Named("postgres").With(zap.String("backend", name)),
+		opts:     o,
+		database: databaseOf(cfg),
+		pool:     pool,
+		asyncCfg: asyncCfg,
+		stores:   map[opened]struct{}{},
+	}
+	return d, nil
+}
+
+// databaseOf is the database a session of cfg lands in: the one named, or
+// else (libpq's rule, applied by the server) the one named like the user.
+func databaseOf(cfg *pgxpool.Config) string {
+	if db := cfg.ConnConfig.Database; db != "" {
+		return db
+	}
+	return cfg.ConnConfig.User
+}
+
+// Name is the driver's name in the config.
+func (d *Driver) Name() string { return d.name }
+
+// Database is the name of the database the driver's sessions use, known
+// from the config without connecting. Table routes' RESP keys are
+// CRUDPrefix(d.Database(), schema, table) + primary key.
+func (d *Driver) Database() string { return d.database }
+
+// Pool is the driver's standard pool, for callers that share the database
+// (the coherence layer's LISTEN connection, the bench).
+func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
+
+// poolFor returns the pool a route of durability uses; the async pool is
+// made by its first route.
+func (d *Driver) poolFor(durability string) (*pgxpool.Pool, error) {
+	if durability != DurabilityAsync {
+		return d.pool, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.async == nil {
+		p, err := pgxpool.NewWithConfig(context.Background(), d.asyncCfg)
+		if err != nil {
+			return nil, fmt.Errorf("backend %s: async pool: %w", d.name, err)
+		}
+		d.async = p
+	}
+	return d.async, nil
+}
+
+// Open returns the store of one route: a kv table (spec.Table) or the rows
+// of an existing table (spec.SourceTable).
+//
+// Open makes first contact at once, so a table that does not fit the route
+// fails the config load with the reason. When the database cannot be
+// reached, Open still succeeds: the route answers ErrUnavailable and sets
+// its table up on the first request after the database is back.
+func (d *Driver) Open(ctx context.Context, spec backends.RouteSpec) (backends.Backend, error) {
+	var s opened
+	var err error
+	switch {
+	case spec.Table != "" && spec.SourceTable != "":
+		return nil, &backends.SpecError{Field: "source_table", Value: spec.SourceTable,
+			Reason: "a route is a kv table (table) or the rows of an existing table (source_table), not both"}
+	case spec.Table != "":
+		s, err = d.openKV(spec)
+	case spec.SourceTable != "":
+		s, err = d.openTable(spec)
+	default:
+		return nil, &backends.SpecError{Field: "table", Value: "",
+			Reason: "a postgres route names a kv table (table) or an existing table (source_table)"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.base().setup.ensure(ctx); err != nil {
+		if !errors.Is(err, backends.ErrUnavailable) {
+			s.Close()
+			return nil, err
+		}
+		d.log.Warn("database unreachable; the route will set up its table when it is back",
+			zap.String("route", spec.Name), zap.Error(err))
+	}
+	d.mu.Lock()
+	d.stores[s] = struct{}{}
+	d.mu.Unlock()
+	return s, nil
+}
+
+// forget drops a closed store.
+func (d *Driver) forget(s opened) {
+	d.mu.Lock()
+	delete(d.stores, s)
+	d.mu.Unlock()
+}
+
+// openStores returns the open stores.
+func (d *Driver) openStores() []opened {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]opened, 0, len(d.stores))
+	for s := range d.stores {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Check reports whether every pool reaches the database and every route
+// has its table set up (/readyz).
+func (d *Driver) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(d.opts.CommandTimeout))
+	defer cancel()
+	if err := d.pool.Ping(ctx); err != nil {
+		return opError(ctx, "backend "+d.name, "ping", err)
+	}
+	d.mu.Lock()
+	async := d.async
+	d.mu.Unlock()
+	if async != nil {
+		if err := async.Ping(ctx); err != nil {
+			return opError(ctx, "backend "+d.name, "ping async pool", err)
+		}
+	}
+	for _, s := range d.openStores() {
+		if err := s.base().setup.ensure(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close closes the pools. The routes' stores are closed before (the
+// Driver contract); any left are closed here too.
+func (d *Driver) Close() error {
+	for _, s := range d.openStores() {
+		s.Close()
+	}
+	d.pool.Close()
+	d.mu.Lock()
+	async := d.async
+	d.mu.Unlock()
+	if async != nil {
+		async.Close()
+	}
+	return nil
+}
+
+var (
+	_ backends.Driver      = (*Driver)(nil)
+	_ backends.Checker     = (*Driver)(nil)
+	_ backends.Collector   = (*Driver)(nil)
+	_ backends.InfoSection = (*Driver)(nil)
+)

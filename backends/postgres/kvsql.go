@@ -1,0 +1,266 @@
+package postgres
+
+import "strings"
+
+// kvSQL are the statements of one kv table. Each is one statement, so each
+// operation is atomic and one round trip; pgx prepares each on first use on
+// every connection and reuses it after (its statement cache).
+//
+// The database's clock decides expiry: deadlines are computed with now()
+// (the transaction's start) and reads check expires_at > now(). A row past
+// its deadline is absent to every statement, even before the sweeper
+// deletes it. A deadline is written as
+//
+//	coalesce(now() + $ttl::interval, $at::timestamptz, 'infinity')
+//
+// with $ttl set for a relative TTL, $at for an absolute one, neither for
+// none.
+type kvSQL struct {
+	get, mget                     string
+	set, setNX, setXX, setGet     string
+	mset, del, exists             string
+	getDel, getEx, incr           string
+	expire, persist, ttl, sweep   string
+}
+
+// kvStatements fills the statement templates: {t} is the quoted table and
+// {k} the key's SQL type.
+func kvStatements(table string, k keyType) kvSQL {
+	r := strings.NewReplacer("{t}", table, "{k}", k.sqlType)
+	return kvSQL{
+		get:     r.Replace(getSQL),
+		mget:    r.Replace(mgetSQL),
+		set:     r.Replace(setSQL),
+		setNX:   r.Replace(setNXSQL),
+		setXX:   r.Replace(setXXSQL),
+		setGet:  r.Replace(setGetSQL),
+		mset:    r.Replace(msetSQL),
+		del:     r.Replace(delSQL),
+		exists:  r.Replace(existsSQL),
+		getDel:  r.Replace(getDelSQL),
+		getEx:   r.Replace(getExSQL),
+		incr:    r.Replace(incrSQL),
+		expire:  r.Replace(expireSQL),
+		persist: r.Replace(persistSQL),
+		ttl:     r.Replace(ttlSQL),
+		sweep:   r.Replace(sweepSQL),
+	}
+}
+
+// $1 key
+const getSQL = `SELECT value FROM {t} WHERE key = $1::{k} AND expires_at > now()`
+
+// $1 keys. One round trip whatever the number of keys; the caller puts the
+// rows back in the order of the keys.
+const mgetSQL = `SELECT key::text, value FROM {t} WHERE key = ANY($1::{k}[]) AND expires_at > now()`
+
+// $1 key, $2 value, $3 ttl, $4 at, $5 keepttl. The upsert of seeds/002;
+// KEEPTTL keeps the deadline of a live row (a new or expired one gets none).
+const setSQL = `
+INSERT INTO {t} AS t (key, value, expires_at)
+VALUES ($1::{k}, $2::bytea, coalesce(now() + $3::interval, $4::timestamptz, 'infinity'))
+ON CONFLICT (key) DO UPDATE
+SET value      = EXCLUDED.value,
+    expires_at = CASE WHEN $5::bool AND t.expires_at > now() THEN t.expires_at
+                      ELSE EXCLUDED.expires_at END`
+
+// $1 key, $2 value, $3 ttl, $4 at. SET NX as seeds/002 writes it: an
+// expired row still owns its key, so the conflict takes it over instead of
+// doing nothing; a live row makes the statement return no row. Concurrent
+// callers queue on the key's index entry, and each sees the winner's row.
+const setNXSQL = `
+INSERT INTO {t} AS t (key, value, expires_at)
+VALUES ($1::{k}, $2::bytea, coalesce(now() + $3::interval, $4::timestamptz, 'infinity'))
+ON CONFLICT (key) DO UPDATE
+SET value      = EXCLUDED.value,
+    expires_at = EXCLUDED.expires_at
+WHERE t.expires_at <= now()
+RETURNING true`
+
+// $1 key, $2 value, $3 ttl, $4 at, $5 keepttl. SET XX: only a live row.
+const setXXSQL = `
+UPDATE {t}
+SET value      = $2::bytea,
+    expires_at = CASE WHEN $5::bool THEN expires_at
+                      ELSE coalesce(now() + $3::interval, $4::timestamptz, 'infinity') END
+WHERE key = $1::{k} AND expires_at > now()
+RETURNING true`
+
+// $1 key, $2 value, $3 ttl, $4 at, $5 keepttl, $6 condition (0 always,
+// 1 NX, 2 XX). SET … GET, which must return the value it replaced.
+//
+// ON CONFLICT cannot return the row it updated as it was before (RETURNING
+// OLD is PostgreSQL 18), so the statement locks the current row first (old:
+// FOR UPDATE waits for a concurrent writer and then reads its committed
+// version), and writes with a plain UPDATE of that row, or an INSERT when
+// there was none. The one gap: a row another session inserts after this
+// statement's snapshot is invisible to old, so the INSERT meets it and
+// does nothing. The statement then reports neither a row nor a write
+// (had_row false, stored false) and the caller runs it again, with a new
+// snapshot that sees the row.
+const setGetSQL = `
+WITH old AS (
+    SELECT value, expires_at, expires_at > now() AS live
+    FROM {t}
+    WHERE key = $1::{k}
+    FOR UPDATE
+), ins AS (
+    INSERT INTO {t} (key, value, expires_at)
+    SELECT $1::{k}, $2::bytea, coalesce(now() + $3::interval, $4::timestamptz, 'infinity')
+    WHERE NOT EXISTS (SELECT FROM old) AND $6::int <> 2
+    ON CONFLICT (key) DO NOTHING
+    RETURNING true
+), upd AS (
+    UPDATE {t} AS t
+    SET value      = $2::bytea,
+        expires_at = CASE WHEN $5::bool AND old.live THEN old.expires_at
+                          ELSE coalesce(now() + $3::interval, $4::timestamptz, 'infinity') END
+    FROM old
+    WHERE t.key = $1::{k}
+      AND CASE $6::int WHEN 1 THEN NOT old.live WHEN 2 THEN old.live ELSE true END
+    RETURNING true
+)
+SELECT (SELECT value FROM old WHERE live),
+       EXISTS (SELECT FROM old WHERE live),
+       EXISTS (SELECT FROM ins) OR EXISTS (SELECT FROM upd),
+       EXISTS (SELECT FROM old)`
+
+// $1 keys, $2 values, sorted by key and without duplicates (ON CONFLICT
+// cannot update a row twice in one statement; sorted, concurrent MSETs
+// lock their rows in the same order and cannot deadlock).
+const msetSQL = `
+INSERT INTO {t} AS t (key, value, expires_at)
+SELECT k, v, 'infinity' FROM unnest($1::{k}[], $2::bytea[]) AS u(k, v)
+ON CONFLICT (key) DO UPDATE
+SET value      = EXCLUDED.value,
+    expires_at = EXCLUDED.expires_at`
+
+// $1 keys. Expired rows are deleted too, but only live ones count.
+const delSQL = `
+WITH d AS (
+    DELETE FROM {t} WHERE key = ANY($1::{k}[])
+    RETURNING expires_at > now() AS live
+)
+SELECT count(*) FILTER (WHERE live) FROM d`
+
+// $1 keys. A key named twice counts twice, as in Redis.
+const existsSQL = `
+SELECT count(*)
+FROM unnest($1::{k}[]) AS u(k)
+JOIN {t} AS t ON t.key = u.k
+WHERE t.expires_at > now()`
+
+// $1 key
+const getDelSQL = `DELETE FROM {t} WHERE key = $1::{k} RETURNING value, expires_at > now()`
+
+// $1 key, $2 ttl, $3 at; neither is PERSIST. A deadline in the past leaves
+// an expired row: absent from then on, deleted by the sweeper.
+const getExSQL = `
+UPDATE {t}
+SET expires_at = coalesce(now() + $2::interval, $3::timestamptz, 'infinity')
+WHERE key = $1::{k} AND expires_at > now()
+RETURNING value`
+
+// $1 key, $2 delta. INCRBY with Redis's rules: the value must be a decimal
+// integer as backends.ParseInt reads it (no sign but minus, no leading
+// zeros, at most 20 bytes, within int64), the sum must stay within int64,
+// and an absent or expired key counts as 0 with no expiry. On an error
+// nothing is written and status says which error.
+//
+// Like setGetSQL it locks the row first, so the status comes from the very
+// version the increment was refused on, and concurrent increments queue on
+// the row lock and lose nothing. A row inserted after the snapshot makes
+// both result and status NULL: the caller runs it again.
+const incrSQL = `
+WITH cur AS (
+    SELECT expires_at, expires_at > now() AS live,
+           CASE WHEN octet_length(value) BETWEEN 1 AND 20
+                 AND encode(value, 'escape') ~ '^(0|-?[1-9][0-9]*)$'
+                THEN encode(value, 'escape')::numeric END AS n
+    FROM {t}
+    WHERE key = $1::{k}
+    FOR UPDATE
+), calc AS (
+    SELECT live, expires_at,
+           n BETWEEN -9223372036854775808 AND 9223372036854775807 AS is_int,
+           CASE WHEN live THEN n + $2::int8 ELSE $2::int8 END AS nv
+    FROM cur
+), ins AS (
+    INSERT INTO {t} (key, value, expires_at)
+    SELECT $1::{k}, convert_to($2::int8::text, 'UTF8'), 'infinity'
+    WHERE NOT EXISTS (SELECT FROM cur)
+    ON CONFLICT (key) DO NOTHING
+    RETURNING $2::int8 AS nv
+), upd AS (
+    UPDATE {t} AS t
+    SET value      = convert_to(c.nv::text, 'UTF8'),
+        expires_at = CASE WHEN c.live THEN c.expires_at ELSE 'infinity' END
+    FROM calc AS c
+    WHERE t.key = $1::{k}
+      AND (NOT c.live OR c.is_int)
+      AND c.nv BETWEEN -9223372036854775808 AND 9223372036854775807
+    RETURNING c.nv::int8 AS nv
+)
+SELECT coalesce((SELECT nv FROM upd), (SELECT nv FROM ins)),
+       (SELECT CASE WHEN NOT live THEN NULL
+                    WHEN is_int THEN 'overflow'
+                    ELSE 'notint' END
+        FROM calc)`
+
+// $1 key, $2 ttl, $3 at, $4 condition (0 always, 1 NX, 2 XX, 3 GT, 4 LT).
+// EXPIRE on a live row. No expiry is 'infinity', which makes GT and LT
+// plain comparisons: nothing is later than no expiry, everything sooner.
+// A deadline not in the future deletes the row, as Redis deletes the key.
+const expireSQL = `
+WITH cur AS (
+    SELECT expires_at AS old, coalesce(now() + $2::interval, $3::timestamptz) AS new
+    FROM {t}
+    WHERE key = $1::{k} AND expires_at > now()
+    FOR UPDATE
+), ok AS (
+    SELECT new FROM cur
+    WHERE CASE $4::int
+          WHEN 1 THEN old = 'infinity'
+          WHEN 2 THEN old <> 'infinity'
+          WHEN 3 THEN new > old
+          WHEN 4 THEN new < old
+          ELSE true END
+), del AS (
+    DELETE FROM {t} AS t USING ok
+    WHERE t.key = $1::{k} AND ok.new <= now()
+    RETURNING true
+), upd AS (
+    UPDATE {t} AS t SET expires_at = ok.new FROM ok
+    WHERE t.key = $1::{k} AND ok.new > now()
+    RETURNING true
+)
+SELECT EXISTS (SELECT FROM del) OR EXISTS (SELECT FROM upd)`
+
+// $1 key. PERSIST: only a live row that has a deadline.
+const persistSQL = `
+UPDATE {t} SET expires_at = 'infinity'
+WHERE key = $1::{k} AND expires_at > now() AND expires_at < 'infinity'
+RETURNING true`
+
+// $1 key. Remaining microseconds by the database's clock; -1 for none.
+const ttlSQL = `
+SELECT CASE WHEN expires_at = 'infinity' THEN -1
+            ELSE floor(extract(epoch FROM expires_at - now()) * 1000000)::int8 END
+FROM {t}
+WHERE key = $1::{k} AND expires_at > now()`
+
+// The batched sweep of seeds/002: small batches, so no statement holds its
+// row locks for long. With no index on expires_at the inner query reads
+// the table; for a table that fits in memory that is cheap, and it is the
+// price of HOT updates.
+const sweepSQL = `
+DELETE FROM {t}
+WHERE ctid IN (
+    SELECT ctid FROM {t}
+    WHERE expires_at <= now()
+    LIMIT 5000
+)`
+
+// sweepBatch is the LIMIT of sweepSQL: a batch this full means there may
+// be more to delete.
+const sweepBatch = 5000

@@ -1,0 +1,64 @@
+package valkey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+var (
+	// errRefetch answers a cached read that must not use the client cache
+	// this time: the fill it would wait for may predate a write of this
+	// process, or was abandoned. The read goes to the server uncached.
+	errRefetch = errors.New("client cache fill overtaken by a write")
+	// errNotConnected: no connection has succeeded yet.
+	errNotConnected = errors.New("not connected")
+	// errClosed: the driver has been closed.
+	errClosed = errors.New("backend closed")
+)
+
+// Server error codes that say the server cannot serve now rather than that
+// the request was wrong: loading, failing over, out of memory, or refusing
+// our credentials. The fronts answer them as unavailability (HTTP 503).
+var unavailableCodes = map[string]bool{
+	"LOADING": true, "BUSY": true, "MASTERDOWN": true, "CLUSTERDOWN": true,
+	"TRYAGAIN": true, "READONLY": true, "NOREPLICAS": true, "OOM": true,
+	"NOAUTH": true, "WRONGPASS": true, "NOPERM": true,
+}
+
+// The texts of INCRBY's refusals (valkey-go strips the "ERR " prefix).
+const (
+	notIntegerText = "value is not an integer or out of range"
+	overflowText   = "increment or decrement would overflow"
+)
+
+// fail turns what valkey-go returned for op into the error a Backend
+// returns, naming the backend and the operation. When the caller's own
+// context ended, that is the error: the store did nothing wrong.
+func (d *Driver) fail(parent context.Context, op string, err error) error {
+	if perr := parent.Err(); perr != nil {
+		return fmt.Errorf("backend %s: %s: %w", d.name, op, perr)
+	}
+	d.stats.errors.Add(1)
+	if verr, ok := valkey.IsValkeyErr(err); ok {
+		msg := verr.Error()
+		switch {
+		case strings.Contains(msg, notIntegerText):
+			return fmt.Errorf("backend %s: %s: %w", d.name, op, backends.ErrNotInteger)
+		case strings.Contains(msg, overflowText):
+			return fmt.Errorf("backend %s: %s: %w", d.name, op, backends.ErrOverflow)
+		}
+		code, _, _ := strings.Cut(msg, " ")
+		if !unavailableCodes[code] {
+			return fmt.Errorf("backend %s: %s: %w", d.name, op, err)
+		}
+	}
+	// Anything the server did not say (a refused or broken connection, the
+	// command timeout, a closed client) is unavailability too.
+	return fmt.Errorf("backend %s: %s: %w: %w", d.name, op, backends.ErrUnavailable, err)
+}

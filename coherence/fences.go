@@ -1,0 +1,186 @@
+// Package coherence keeps in-process (L1) caches correct when many pgcache
+// instances and plain SQL write to the same PostgreSQL tables.
+//
+// Row triggers publish invalidation fences over LISTEN/NOTIFY; every
+// instance records each fence it receives in a Fences; and an L1 entry is
+// stored, and later served, only if no fence for its key, its table or the
+// whole cache was recorded after the read that produced it began.
+//
+// # The invariant
+//
+// Fences keeps one global sequence. Recording a fence takes the next value
+// and raises, to at least that value, the sequence of the fence's scope: one
+// of a fixed array of key buckets (chosen by hashing table and key), the
+// table, or everything. A read token is the global sequence read before the
+// backend is read. An entry filled under token T is valid while
+//
+//	max(bucket(key), table, all) <= T
+//
+// # The late-fill race, once
+//
+// Reader R misses key k and takes token T=10. It SELECTs k and gets v1.
+// Writer W commits k=v2; the trigger's NOTIFY reaches this instance, which
+// records fence 11 on k's bucket. R now tries to store v1: the bucket says
+// 11 > 10, so the fill is dropped and v1 is returned to R's caller only. Had
+// the fence arrived after R stored v1, the entry would carry T=10 and the
+// next read would find the bucket at 11 and refuse it: the check runs on
+// every hit, not only at fill time, so no ordering between a fill and an
+// eviction can leave v1 served. A fence recorded before the token (seq <= T)
+// was for a write that committed before the token was taken, so the SELECT
+// that followed saw it.
+//
+// Buckets are a fixed array, so memory is bounded whatever the key space; two
+// keys sharing a bucket only cost an extra miss.
+package coherence
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultBuckets is the number of key buckets: 64Ki sequences, 512 KiB.
+const DefaultBuckets = 1 << 16
+
+// Token is a read token: the fence sequence when a read began.
+type Token uint64
+
+// Fences records fences and answers whether a read token is still valid.
+type Fences struct {
+	seq     atomic.Uint64
+	all     atomic.Uint64
+	buckets []atomic.Uint64
+	mask    uint64
+	seed    maphash.Seed
+
+	mu     sync.Mutex
+	tables map[string]*Table
+
+	// online is false while fences may be missed (the LISTEN connection is
+	// down, or not yet proven): the L1 tiers neither serve nor fill.
+	online atomic.Bool
+
+	Stats Stats
+}
+
+// Stats count fences by kind. Each is monotonic.
+type Stats struct {
+	KeyFences   atomic.Int64 // fences on one key
+	TableFences atomic.Int64 // fences on a whole table (TRUNCATE, an oversized batch)
+	AllFences   atomic.Int64 // whole-cache fences (every (re)connect of the listener)
+}
+
+// NewFences returns a Fences with n key buckets (rounded up to a power of
+// two; DefaultBuckets when n <= 0). It starts offline.
+func NewFences(n int) *Fences {
+	if n <= 0 {
+		n = DefaultBuckets
+	}
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	return &Fences{
+		buckets: make([]atomic.Uint64, size),
+		mask:    uint64(size - 1),
+		seed:    maphash.MakeSeed(),
+		tables:  map[string]*Table{},
+	}
+}
+
+// Token returns a read token. Take it before reading the backend.
+func (f *Fences) Token() Token { return Token(f.seq.Load()) }
+
+// Hash is a key's bucket hash within a table; compute it once per request.
+func (f *Fences) Hash(table, key string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(f.seed)
+	h.WriteString(table)
+	h.WriteByte(0)
+	h.WriteString(key)
+	return h.Sum64()
+}
+
+// Valid reports whether data read under tok for the key with hash h in
+// table is still current as far as this instance knows: online, and no
+// fence for the key's bucket, the table or everything since tok. Four
+// atomic loads: it runs on every L1 hit.
+func (f *Fences) Valid(tok Token, table *Table, h uint64) bool {
+	t := uint64(tok)
+	return f.online.Load() &&
+		f.buckets[h&f.mask].Load() <= t &&
+		f.all.Load() <= t &&
+		table.seq.Load() <= t
+}
+
+// Online reports whether fences are being received.
+func (f *Fences) Online() bool { return f.online.Load() }
+
+// FenceKey records a fence for one key and returns its sequence.
+func (f *Fences) FenceKey(table, key string) uint64 {
+	return f.FenceHash(f.Hash(table, key))
+}
+
+// FenceHash records a fence for the key whose Hash is h.
+func (f *Fences) FenceHash(h uint64) uint64 {
+	s := f.seq.Add(1)
+	raise(&f.buckets[h&f.mask], s)
+	f.Stats.KeyFences.Add(1)
+	return s
+}
+
+// FenceTable records a fence for every key of table.
+func (f *Fences) FenceTable(table string) uint64 {
+	s := f.seq.Add(1)
+	raise(&f.Table(table).seq, s)
+	f.Stats.TableFences.Add(1)
+	return s
+}
+
+// FenceAll records a fence for every key.
+func (f *Fences) FenceAll() uint64 {
+	s := f.seq.Add(1)
+	raise(&f.all, s)
+	f.Stats.AllFences.Add(1)
+	return s
+}
+
+// SetOnline marks fences as being received (true) or possibly missed
+// (false). Going online records a whole-cache fence first, so nothing read
+// while fences might have been lost is ever served or stored.
+func (f *Fences) SetOnline(on bool) {
+	if on {
+		f.FenceAll()
+	}
+	f.online.Store(on)
+}
+
+// Table is the fence scope of one table, as named in fences
+// ("schema.table"). Tiers resolve theirs once, so a hit takes no lock.
+type Table struct {
+	Name string
+	seq  atomic.Uint64
+}
+
+// Table returns the scope of the named table, creating it on first use.
+func (f *Fences) Table(name string) *Table {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.tables[name]
+	if !ok {
+		t = &Table{Name: name}
+		f.tables[name] = t
+	}
+	return t
+}
+
+// raise sets a to at least v. Fences may be recorded concurrently, and a
+// later (larger) sequence must never be overwritten by an earlier one.
+func raise(a *atomic.Uint64, v uint64) {
+	for {
+		cur := a.Load()
+		if cur >= v || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}

@@ -1,0 +1,358 @@
+package coherence
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/maypok86/otter/v2"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// L1 is the options of an in-process tier in front of a fenced backend.
+type L1 struct {
+	// MaxBytes bounds the tier (keys + values + overhead).
+	MaxBytes int64
+	// TTL bounds how long an entry is kept; 0: as long as the row's own
+	// expiry allows. Fences, not the TTL, keep entries correct.
+	TTL time.Duration
+}
+
+// TierStats count what the tier did. Each is monotonic.
+type TierStats struct {
+	Hits        atomic.Int64 // reads served from L1
+	Misses      atomic.Int64 // reads that went to the backend while online
+	Bypassed    atomic.Int64 // reads that went to the backend because fences may be missed
+	FillsStored atomic.Int64 // backend reads stored in L1
+	FillsFenced atomic.Int64 // backend reads not stored: a fence came after their token
+	Coalesced   atomic.Int64 // reads that waited for another read of the same key
+	Stale       atomic.Int64 // entries found fenced on a hit and dropped
+}
+
+// Tier is a coherent L1 in front of a backend: a backends.Backend itself.
+// Reads are served from an otter cache while every fence is being received;
+// misses take a read token, load once per key however many ask, and fill
+// only if no fence came after the token. Writes go to the backend and then
+// fence the key locally, so this instance reads its own writes at once;
+// the trigger's notification fences every other instance.
+type Tier struct {
+	b      backends.Backend
+	fenced backends.Fenced
+	expiry backends.ExpiryReader // nil: entries live for L1.TTL
+	f      *Fences
+	table  *Table
+	ttl    time.Duration
+	cache  *otter.Cache[string, entry]
+
+	mu      sync.Mutex
+	flights map[string]*flight
+
+	Stats TierStats
+
+	// afterLoad, when set, runs after a miss has read the backend and
+	// before it fills: tests pause a loader there to force the late-fill race.
+	afterLoad func(key string)
+}
+
+// entry is a cached value with the token it was read under and its key's
+// bucket hash, so a hit can check it against the fences, and its deadline
+// (unix nanoseconds, 0 for none): the row's own expiry or the tier's TTL,
+// whichever comes first.
+type entry struct {
+	val []byte
+	tok Token
+	h   uint64
+	exp int64
+}
+
+func (e entry) usable(t *Tier, now int64) bool {
+	return (e.exp == 0 || e.exp > now) && t.f.Valid(e.tok, t.table, e.h)
+}
+
+// entryOverhead approximates an entry's cost beyond key and value.
+const entryOverhead = 96
+
+// NewTier wraps b, which must be backends.Fenced, with an L1 of opts
+// checked against f.
+func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
+	fenced, ok := b.(backends.Fenced)
+	if !ok {
+		return nil, fmt.Errorf("l1: the backend publishes no fences (only PostgreSQL tables do)")
+	}
+	if opts.MaxBytes <= 0 {
+		return nil, fmt.Errorf("l1: max_bytes must be positive")
+	}
+	t := &Tier{
+		b:       b,
+		fenced:  fenced,
+		f:       f,
+		table:   f.Table(fenced.FenceTable()),
+		ttl:     opts.TTL,
+		flights: map[string]*flight{},
+	}
+	t.expiry, _ = b.(backends.ExpiryReader)
+	t.cache = otter.Must(&otter.Options[string, entry]{
+		MaximumWeight: uint64(opts.MaxBytes),
+		Weigher: func(k string, e entry) uint32 {
+			return uint32(min(uint64(len(k)+len(e.val)+entryOverhead), math.MaxUint32))
+		},
+		// otter frees expired entries; hits check the deadline themselves.
+		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, entry]) time.Duration {
+			if e.Value.exp == 0 {
+				return time.Duration(math.MaxInt64)
+			}
+			return max(time.Duration(e.Value.exp-time.Now().UnixNano()), 0)
+		}),
+	})
+	return t, nil
+}
+
+// hash returns the bucket hash of a route key, as its fences name it.
+func (t *Tier) hash(key string) (uint64, error) {
+	fk, err := t.fenced.FenceKey(key)
+	if err != nil {
+		return 0, err
+	}
+	return t.f.Hash(t.table.Name, fk), nil
+}
+
+// Get serves key from L1 when it is there and unfenced, else loads it.
+func (t *Tier) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	if !t.f.Online() {
+		t.Stats.Bypassed.Add(1)
+		return t.b.Get(ctx, key)
+	}
+	if e, ok := t.cache.GetIfPresent(key); ok {
+		if e.usable(t, time.Now().UnixNano()) {
+			t.Stats.Hits.Add(1)
+			return e.val, true, nil
+		}
+		t.Stats.Stale.Add(1)
+	}
+	h, err := t.hash(key)
+	if err != nil {
+		return nil, false, err
+	}
+	t.Stats.Misses.Add(1)
+	return t.load(ctx, key, h)
+}
+
+// flight is one backend read that concurrent misses of a key share.
+type flight struct {
+	done chan struct{}
+	tok  Token
+	val  []byte
+	ok   bool
+	err  error
+}
+
+// load reads key from the backend once for every concurrent miss.
+//
+// A miss joins a read in flight only if no fence for the key came after
+// that read's token: otherwise the read may predate a write that committed
+// before this miss began, and joining it could return a value older than
+// one already fenced. Such a miss starts a read of its own.
+func (t *Tier) load(ctx context.Context, key string, h uint64) ([]byte, bool, error) {
+	t.mu.Lock()
+	if fl, ok := t.flights[key]; ok && t.f.Valid(fl.tok, t.table, h) {
+		t.mu.Unlock()
+		t.Stats.Coalesced.Add(1)
+		select {
+		case <-fl.done:
+			return fl.val, fl.ok, fl.err
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+	owned := strings.Clone(key)
+	fl := &flight{done: make(chan struct{}), tok: t.f.Token()}
+	t.flights[owned] = fl
+	t.mu.Unlock()
+
+	// The read outlives a leader whose client went away: others may be
+	// waiting on it, and the backend bounds it with its own timeouts.
+	var ttl time.Duration
+	if t.expiry != nil {
+		fl.val, ttl, fl.ok, fl.err = t.expiry.GetWithTTL(context.WithoutCancel(ctx), owned)
+	} else {
+		fl.val, fl.ok, fl.err = t.b.Get(context.WithoutCancel(ctx), owned)
+		ttl = backends.TTLPersistent
+	}
+	if t.afterLoad != nil {
+		t.afterLoad(owned)
+	}
+	if fl.err == nil && fl.ok {
+		t.fill(owned, fl.val, fl.tok, h, ttl)
+	}
+
+	t.mu.Lock()
+	if t.flights[owned] == fl {
+		delete(t.flights, owned)
+	}
+	t.mu.Unlock()
+	close(fl.done)
+	return fl.val, fl.ok, fl.err
+}
+
+// fill stores a value read under tok unless a fence has come since. A fence
+// that comes after this check is caught by the check on every hit.
+func (t *Tier) fill(key string, val []byte, tok Token, h uint64, ttl time.Duration) {
+	if !t.f.Valid(tok, t.table, h) {
+		t.Stats.FillsFenced.Add(1)
+		return
+	}
+	// Never outlive the row's own remaining TTL, nor the tier's.
+	life := t.ttl
+	switch {
+	case ttl == backends.TTLPersistent:
+	case ttl <= 0:
+		return // expiring now: nothing to keep
+	case life == 0 || ttl < life:
+		life = ttl
+	}
+	e := entry{val: val, tok: tok, h: h}
+	if life > 0 {
+		e.exp = time.Now().Add(life).UnixNano()
+	}
+	t.cache.Set(key, e)
+	t.Stats.FillsStored.Add(1)
+}
+
+// MGet serves what it can from L1 and reads the rest in one backend call.
+func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
+	if !t.f.Online() {
+		t.Stats.Bypassed.Add(int64(len(keys)))
+		return t.b.MGet(ctx, keys, dst)
+	}
+	base := len(dst)
+	now := time.Now().UnixNano()
+	var missing []string
+	var missingAt []int
+	for i, k := range keys {
+		if e, ok := t.cache.GetIfPresent(k); ok && e.usable(t, now) {
+			t.Stats.Hits.Add(1)
+			dst = append(dst, e.val)
+			continue
+		}
+		t.Stats.Misses.Add(1)
+		dst = append(dst, nil)
+		missing = append(missing, k)
+		missingAt = append(missingAt, base+i)
+	}
+	if len(missing) == 0 {
+		return dst, nil
+	}
+	tok := t.f.Token()
+	vals, err := t.b.MGet(ctx, missing, nil)
+	if err != nil {
+		return dst[:base], err
+	}
+	for i, v := range vals {
+		dst[missingAt[i]] = v
+		// MGet returns no TTLs, so only rows that cannot expire (table
+		// routes) are filled from it; kv rows fill through Get.
+		if v == nil || t.expiry != nil {
+			continue
+		}
+		if h, err := t.hash(missing[i]); err == nil {
+			t.fill(strings.Clone(missing[i]), v, tok, h, backends.TTLPersistent)
+		}
+	}
+	return dst, nil
+}
+
+// invalidate fences a key this instance just wrote and drops its entry.
+func (t *Tier) invalidate(keys ...string) {
+	for _, k := range keys {
+		if h, err := t.hash(k); err == nil {
+			t.f.FenceHash(h)
+		} else {
+			t.f.FenceTable(t.table.Name)
+		}
+		t.cache.Invalidate(k)
+	}
+}
+
+// Set writes through and fences the key.
+func (t *Tier) Set(ctx context.Context, key string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
+	defer t.invalidate(key)
+	return t.b.Set(ctx, key, val, opts)
+}
+
+// MSet writes through and fences the keys.
+func (t *Tier) MSet(ctx context.Context, pairs []backends.KV) error {
+	defer func() {
+		for _, p := range pairs {
+			t.invalidate(p.Key)
+		}
+	}()
+	return t.b.MSet(ctx, pairs)
+}
+
+// Del deletes through and fences the keys.
+func (t *Tier) Del(ctx context.Context, keys []string) (int64, error) {
+	defer t.invalidate(keys...)
+	return t.b.Del(ctx, keys)
+}
+
+// Exists asks the backend.
+func (t *Tier) Exists(ctx context.Context, keys []string) (int64, error) {
+	return t.b.Exists(ctx, keys)
+}
+
+// GetDel deletes through and fences the key.
+func (t *Tier) GetDel(ctx context.Context, key string) ([]byte, bool, error) {
+	defer t.invalidate(key)
+	return t.b.GetDel(ctx, key)
+}
+
+// GetEx changes the expiry through, and fences the key when it did.
+func (t *Tier) GetEx(ctx context.Context, key string, ttl backends.TTL) ([]byte, bool, error) {
+	if ttl.Mode == backends.TTLKeep {
+		return t.Get(ctx, key)
+	}
+	defer t.invalidate(key)
+	return t.b.GetEx(ctx, key, ttl)
+}
+
+// IncrBy writes through and fences the key.
+func (t *Tier) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
+	defer t.invalidate(key)
+	return t.b.IncrBy(ctx, key, delta)
+}
+
+// Expire writes through and fences the key.
+func (t *Tier) Expire(ctx context.Context, key string, ttl backends.TTL, cond backends.ExpireCond) (bool, error) {
+	defer t.invalidate(key)
+	return t.b.Expire(ctx, key, ttl, cond)
+}
+
+// TTL asks the backend.
+func (t *Tier) TTL(ctx context.Context, key string) (time.Duration, error) {
+	return t.b.TTL(ctx, key)
+}
+
+// Entries calls fn for each L1 entry that is still valid: the bench's
+// stale-entry audit compares them with PostgreSQL.
+func (t *Tier) Entries(fn func(key string, val []byte) bool) {
+	now := time.Now().UnixNano()
+	for k, e := range t.cache.All() {
+		if e.usable(t, now) && !fn(k, e.val) {
+			return
+		}
+	}
+}
+
+// Close drops the L1 and closes the backend.
+func (t *Tier) Close() error {
+	t.cache.InvalidateAll()
+	t.cache.StopAllGoroutines()
+	return t.b.Close()
+}
+
+var _ backends.Backend = (*Tier)(nil)
