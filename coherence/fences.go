@@ -35,6 +35,7 @@ package coherence
 
 import (
 	"hash/maphash"
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -184,3 +185,8 @@ func raise(a *atomic.Uint64, v uint64) {
 		}
 	}
 }
+
+func floatBits(f float64) uint64 { return math.Float64bits(f) }
+
+// QueueUsageValue reads ListenerStats.QueueUsage.
+func QueueUsageValue(bits uint64) float64 { return math.Float64frombits(bits) }

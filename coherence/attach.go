@@ -1,0 +1,199 @@
+package coherence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Channel is the LISTEN/NOTIFY channel fences travel on.
+const Channel = "pgcache_fence"
+
+// maxPayload keeps a notification under PostgreSQL's 8000-byte limit; a
+// statement whose keys would not fit publishes a table fence instead.
+const maxPayload = 7900
+
+// Querier is what Attach needs of a connection or a pool (*pgx.Conn and
+// *pgxpool.Pool both are one).
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// fenceFunction publishes one notification per statement: the table and the
+// keys it touched, from the statement's transition tables. Trigger arguments
+// are the primary key columns: one column is published as its JSON value
+// ("a", 42), several as a JSON array ([1, "b"]). A payload over maxPayload
+// becomes a table fence, so no write is ever aborted by the 8000-byte limit.
+// Statement-level triggers batch the keys of a statement into one NOTIFY:
+// committing a transaction that notified takes a cluster-wide lock, so the
+// fewer notifications, the less writers queue on it.
+const fenceFunction = `
+CREATE OR REPLACE FUNCTION %[1]s.pgcache_fence() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  tbl     text := TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME;
+  keyexpr text;
+  src     text;
+  keys    jsonb;
+  payload text;
+BEGIN
+  IF TG_OP = 'TRUNCATE' OR TG_NARGS = 0 THEN
+    PERFORM pg_notify('` + Channel + `', jsonb_build_object('t', tbl)::text);
+    RETURN NULL;
+  END IF;
+  IF TG_NARGS = 1 THEN
+    keyexpr := format('to_jsonb(%%I)', TG_ARGV[0]);
+  ELSE
+    SELECT 'jsonb_build_array(' || string_agg(format('%%I', a), ', ') || ')'
+      INTO keyexpr FROM unnest(TG_ARGV) AS a;
+  END IF;
+  src := CASE TG_OP
+    WHEN 'INSERT' THEN format('SELECT %%s AS k FROM pgcache_new', keyexpr)
+    WHEN 'DELETE' THEN format('SELECT %%s AS k FROM pgcache_old', keyexpr)
+    ELSE format('SELECT %%1$s AS k FROM pgcache_old UNION SELECT %%1$s FROM pgcache_new', keyexpr)
+  END;
+  EXECUTE format('SELECT jsonb_agg(DISTINCT k) FROM (%%s) s', src) INTO keys;
+  IF keys IS NULL THEN
+    RETURN NULL; -- the statement changed no row
+  END IF;
+  payload := jsonb_build_object('t', tbl, 'k', keys)::text;
+  IF octet_length(payload) > ` + "%[2]d" + ` THEN
+    payload := jsonb_build_object('t', tbl)::text;
+  END IF;
+  PERFORM pg_notify('` + Channel + `', payload);
+  RETURN NULL;
+END
+$fn$`
+
+// The triggers Attach installs, by event.
+var triggers = []struct{ name, event, referencing string }{
+	{"pgcache_fence_ins", "INSERT", "REFERENCING NEW TABLE AS pgcache_new"},
+	{"pgcache_fence_upd", "UPDATE", "REFERENCING OLD TABLE AS pgcache_old NEW TABLE AS pgcache_new"},
+	{"pgcache_fence_del", "DELETE", "REFERENCING OLD TABLE AS pgcache_old"},
+	{"pgcache_fence_trunc", "TRUNCATE", ""},
+}
+
+// ErrNoPrimaryKey: a table without a primary key has no keys to fence.
+var ErrNoPrimaryKey = errors.New("table has no primary key")
+
+// Attach installs the fence function and triggers on table ("schema.table",
+// or "table" in the search path). It is idempotent: triggers are replaced in
+// one transaction, so a concurrent writer never runs unfenced.
+func Attach(ctx context.Context, db Querier, table string) error {
+	schema, name, cols, err := primaryKey(ctx, db, table)
+	if err != nil {
+		return err
+	}
+	qualified := pgx.Identifier{schema, name}.Sanitize()
+	var args []string
+	for _, c := range cols {
+		args = append(args, quoteLiteral(c))
+	}
+	stmts := []string{fmt.Sprintf(fenceFunction, pgx.Identifier{schema}.Sanitize(), maxPayload)}
+	for _, tr := range triggers {
+		fnArgs := strings.Join(args, ", ")
+		if tr.event == "TRUNCATE" {
+			fnArgs = ""
+		}
+		stmts = append(stmts,
+			fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s", tr.name, qualified),
+			fmt.Sprintf("CREATE TRIGGER %s AFTER %s ON %s %s FOR EACH STATEMENT EXECUTE FUNCTION %s.pgcache_fence(%s)",
+				tr.name, tr.event, qualified, tr.referencing, pgx.Identifier{schema}.Sanitize(), fnArgs))
+	}
+	return inTx(ctx, db, stmts)
+}
+
+// Detach removes the triggers from table. The function stays: other tables
+// of the schema may use it.
+func Detach(ctx context.Context, db Querier, table string) error {
+	schema, name, err := resolve(ctx, db, table)
+	if err != nil {
+		return err
+	}
+	qualified := pgx.Identifier{schema, name}.Sanitize()
+	var stmts []string
+	for _, tr := range triggers {
+		stmts = append(stmts, fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s", tr.name, qualified))
+	}
+	return inTx(ctx, db, stmts)
+}
+
+// Attached reports whether all of the fence triggers are on table.
+func Attached(ctx context.Context, db Querier, table string) (bool, error) {
+	schema, name, err := resolve(ctx, db, table)
+	if err != nil {
+		return false, err
+	}
+	rows, err := db.Query(ctx, `
+		SELECT count(*) FROM pg_trigger t
+		JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = $2 AND t.tgname LIKE 'pgcache_fence_%'`, schema, name)
+	if err != nil {
+		return false, err
+	}
+	n, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[int])
+	return n == len(triggers), err
+}
+
+func inTx(ctx context.Context, db Querier, stmts []string) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// resolve finds a table's schema and name as the catalog spells them.
+func resolve(ctx context.Context, db Querier, table string) (schema, name string, err error) {
+	rows, err := db.Query(ctx, `
+		SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.oid = to_regclass($1)`, table)
+	if err != nil {
+		return "", "", err
+	}
+	type rel struct{ Schema, Name string }
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[rel])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", fmt.Errorf("table %q does not exist", table)
+	}
+	return r.Schema, r.Name, err
+}
+
+// primaryKey returns a table's schema, name and primary key columns in key order.
+func primaryKey(ctx context.Context, db Querier, table string) (schema, name string, cols []string, err error) {
+	schema, name, err = resolve(ctx, db, table)
+	if err != nil {
+		return "", "", nil, err
+	}
+	rows, err := db.Query(ctx, `
+		SELECT a.attname FROM pg_index i
+		CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = to_regclass($1) AND i.indisprimary
+		ORDER BY k.ord`, pgx.Identifier{schema, name}.Sanitize())
+	if err != nil {
+		return "", "", nil, err
+	}
+	cols, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", "", nil, err
+	}
+	if len(cols) == 0 {
+		return "", "", nil, fmt.Errorf("%s.%s: %w", schema, name, ErrNoPrimaryKey)
+	}
+	return schema, name, cols, nil
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

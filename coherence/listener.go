@@ -1,0 +1,297 @@
+package coherence
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+)
+
+// Listener timing. A canary NOTIFY goes out every PingInterval while the
+// connection is quiet; one not back within DeadAfter means fences may be
+// lost (a half-open TCP connection, a pooler that drops LISTEN): L1 goes
+// off and the connection is replaced.
+const (
+	DefaultPingInterval = 3 * time.Second
+	DefaultDeadAfter    = 10 * time.Second
+	waitSlice           = time.Second // how often the wait loop looks at the clock
+	minBackoff          = 100 * time.Millisecond
+	maxBackoff          = 5 * time.Second
+)
+
+// ListenerState is where a listener is.
+type ListenerState int32
+
+const (
+	StateConnecting ListenerState = iota // no LISTEN connection
+	StateProving                         // LISTENing; the first canary is not back yet
+	StateOnline                          // fences arrive: L1 is in use
+	StateStopped
+)
+
+func (s ListenerState) String() string {
+	return [...]string{"connecting", "proving", "online", "stopped"}[s]
+}
+
+// Notifier sends a NOTIFY over a connection other than the listener's own,
+// so a canary that comes back proves the path other writers use.
+type Notifier func(ctx context.Context, channel, payload string) error
+
+// ListenerOptions configure a Listener.
+type ListenerOptions struct {
+	// Conn configures the dedicated LISTEN connection.
+	Conn *pgx.ConnConfig
+	// Notify sends the canary (on the backend's pool).
+	Notify Notifier
+	// QueueUsage reads pg_notification_queue_usage() (optional).
+	QueueUsage func(ctx context.Context) (float64, error)
+	// PingInterval and DeadAfter default to the constants above.
+	PingInterval, DeadAfter time.Duration
+}
+
+// ListenerStats are the listener's counters and gauges.
+type ListenerStats struct {
+	Reconnects    atomic.Int64  // LISTEN connections made after the first
+	Notifications atomic.Int64  // notifications received
+	BadPayloads   atomic.Int64  // notifications on the channel that were not fences
+	FenceLagNanos atomic.Int64  // the last canary's NOTIFY-to-receipt time
+	QueueUsage    atomic.Uint64 // pg_notification_queue_usage() as float64 bits
+}
+
+// Listener holds one LISTEN connection and records the fences it receives.
+type Listener struct {
+	opts  ListenerOptions
+	f     *Fences
+	log   *zap.Logger
+	id    string
+	state atomic.Int32
+	why   atomic.Pointer[string] // why it is not online, for /readyz
+
+	Stats ListenerStats
+
+	mu      sync.Mutex
+	canary  string    // payload of the canary in flight, "" when none
+	sentAt  time.Time // when it was sent
+	lastOK  time.Time // when the last canary came back
+	counter int
+}
+
+// NewListener returns a listener recording into f. Run starts it.
+func NewListener(f *Fences, opts ListenerOptions, log *zap.Logger) *Listener {
+	if opts.PingInterval <= 0 {
+		opts.PingInterval = DefaultPingInterval
+	}
+	if opts.DeadAfter <= 0 {
+		opts.DeadAfter = DefaultDeadAfter
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	l := &Listener{opts: opts, f: f, log: log, id: hex.EncodeToString(b[:])}
+	l.setState(StateConnecting, "not connected yet")
+	return l
+}
+
+// State returns where the listener is and, unless online, why.
+func (l *Listener) State() (ListenerState, string) {
+	s := ListenerState(l.state.Load())
+	if s == StateOnline {
+		return s, ""
+	}
+	return s, *l.why.Load()
+}
+
+func (l *Listener) setState(s ListenerState, why string) {
+	l.why.Store(&why)
+	l.state.Store(int32(s))
+}
+
+// Run listens until ctx ends, reconnecting with backoff. While it is not
+// online, the Fences are offline and every L1 tier bypasses itself.
+func (l *Listener) Run(ctx context.Context) {
+	defer l.setState(StateStopped, "stopped")
+	backoff := minBackoff
+	for first := true; ctx.Err() == nil; first = false {
+		if !first {
+			l.Stats.Reconnects.Add(1)
+		}
+		started := time.Now()
+		err := l.session(ctx)
+		l.f.SetOnline(false)
+		if ctx.Err() != nil {
+			return
+		}
+		l.setState(StateConnecting, err.Error())
+		l.log.Warn("fence listener: L1 off until fences are received again", zap.Error(err))
+		if time.Since(started) > maxBackoff {
+			backoff = minBackoff // it was up for a while: retry soon
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+// session is one LISTEN connection's life; it returns why it ended.
+func (l *Listener) session(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, l.opts.Conn)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	l.setState(StateProving, "LISTEN is up; waiting for the first canary NOTIFY to come back")
+	l.mu.Lock()
+	l.canary = ""
+	l.mu.Unlock()
+	for {
+		if err := l.tick(ctx); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, waitSlice)
+		n, err := conn.WaitForNotification(wctx)
+		quiet := wctx.Err() != nil
+		cancel()
+		switch {
+		case err == nil:
+			l.Stats.Notifications.Add(1)
+			l.handle(n.Payload)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case quiet && !conn.PgConn().IsClosed():
+			// A quiet second: pgx keeps the connection after a wait that
+			// timed out. Look at the canary again.
+		default:
+			return fmt.Errorf("wait: %w", err)
+		}
+	}
+}
+
+// tick sends a canary when one is due and declares the connection dead when
+// the one in flight is overdue.
+func (l *Listener) tick(ctx context.Context) error {
+	l.mu.Lock()
+	now := time.Now()
+	if l.canary != "" {
+		overdue := now.Sub(l.sentAt) > l.opts.DeadAfter
+		l.mu.Unlock()
+		if overdue {
+			return fmt.Errorf("canary NOTIFY not received within %v: fences may be lost (half-open connection, or a pooler or replica that does not deliver LISTEN)", l.opts.DeadAfter)
+		}
+		return nil
+	}
+	due := l.state.Load() != int32(StateOnline) || now.Sub(l.lastOK) >= l.opts.PingInterval
+	if !due {
+		l.mu.Unlock()
+		return nil
+	}
+	l.counter++
+	payload := `{"c":"` + l.id + `:` + strconv.Itoa(l.counter) + `"}`
+	l.canary, l.sentAt = payload, now
+	l.mu.Unlock()
+
+	nctx, cancel := context.WithTimeout(ctx, l.opts.DeadAfter)
+	defer cancel()
+	if err := l.opts.Notify(nctx, Channel, payload); err != nil {
+		// The send failed, so nothing is in flight: try again next tick,
+		// and let the overdue rule not fire on a canary never sent.
+		l.mu.Lock()
+		l.canary = ""
+		l.mu.Unlock()
+		l.log.Debug("fence listener: canary NOTIFY failed", zap.Error(err))
+	}
+	if l.opts.QueueUsage != nil {
+		if u, err := l.opts.QueueUsage(nctx); err == nil {
+			l.Stats.QueueUsage.Store(floatBits(u))
+		}
+	}
+	return nil
+}
+
+// fence is a notification's payload: a table and keys, a table alone, or a
+// canary.
+type fence struct {
+	Table  string            `json:"t"`
+	Keys   []json.RawMessage `json:"k"`
+	Canary string            `json:"c"`
+}
+
+func (l *Listener) handle(payload string) {
+	var fe fence
+	if err := json.Unmarshal([]byte(payload), &fe); err != nil {
+		// Something else uses the channel: to be safe, fence everything.
+		l.Stats.BadPayloads.Add(1)
+		l.f.FenceAll()
+		return
+	}
+	switch {
+	case fe.Canary != "":
+		l.canaryBack(`{"c":"` + fe.Canary + `"}`)
+	case fe.Table == "":
+		l.Stats.BadPayloads.Add(1)
+		l.f.FenceAll()
+	case fe.Keys == nil:
+		l.f.FenceTable(fe.Table)
+	default:
+		for _, k := range fe.Keys {
+			key, err := FenceKeyOf(k)
+			if err != nil {
+				l.f.FenceTable(fe.Table)
+				return
+			}
+			l.f.FenceKey(fe.Table, key)
+		}
+	}
+}
+
+// canaryBack notes our canary's return; the first one after a (re)connect
+// turns L1 on, through a whole-cache fence.
+func (l *Listener) canaryBack(payload string) {
+	l.mu.Lock()
+	if payload != l.canary {
+		l.mu.Unlock()
+		return // another instance's canary, or one from an older connection
+	}
+	now := time.Now()
+	l.Stats.FenceLagNanos.Store(int64(now.Sub(l.sentAt)))
+	l.canary, l.lastOK = "", now
+	l.mu.Unlock()
+	if l.state.Load() != int32(StateOnline) {
+		l.f.SetOnline(true)
+		l.setState(StateOnline, "")
+		l.log.Info("fence listener online: L1 in use")
+	}
+}
+
+// FenceKeyOf renders one key of a fence payload as backends.Fenced.FenceKey
+// does: a JSON string as its text, anything else (a number, an array of a
+// composite key) as compact JSON.
+func FenceKeyOf(raw json.RawMessage) (string, error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	// Numbers stay as written: a bigint key must not round through float64.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}

@@ -1,0 +1,202 @@
+package coherence
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/internal/testenv"
+)
+
+var pg *testenv.PG
+
+func TestMain(m *testing.M) {
+	var err error
+	pg, err = testenv.StartPostgres()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coherence tests need PostgreSQL:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	pg.Stop()
+	os.Exit(code)
+}
+
+func pool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	p, err := pgxpool.New(context.Background(), pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func exec(t *testing.T, p *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	if _, err := p.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// startListener runs a listener on f until the test ends and waits until it
+// is online.
+func startListener(t *testing.T, p *pgxpool.Pool, f *Fences, opts ListenerOptions) *Listener {
+	t.Helper()
+	cc, err := pgx.ParseConfig(pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Conn = cc
+	opts.Notify = func(ctx context.Context, ch, payload string) error {
+		_, err := p.Exec(ctx, "SELECT pg_notify($1, $2)", ch, payload)
+		return err
+	}
+	opts.QueueUsage = func(ctx context.Context) (u float64, err error) {
+		err = p.QueryRow(ctx, "SELECT pg_notification_queue_usage()").Scan(&u)
+		return u, err
+	}
+	l := NewListener(f, opts, zap.NewNop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "listener online", func() bool { s, _ := l.State(); return s == StateOnline })
+	return l
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// fenced waits until a fence for key (or its table, or everything) is
+// recorded after tok.
+func fenced(t *testing.T, f *Fences, tok Token, table, key string) {
+	t.Helper()
+	h, tb := f.Hash(table, key), f.Table(table)
+	waitFor(t, fmt.Sprintf("fence for %s %s", table, key), func() bool { return !f.Valid(tok, tb, h) })
+}
+
+func TestAttachAndFences(t *testing.T) {
+	p := pool(t)
+	exec(t, p, `CREATE TABLE kv_attach (key text COLLATE "C" PRIMARY KEY, value bytea NOT NULL, expires_at timestamptz NOT NULL)`)
+	exec(t, p, `CREATE TABLE pairs (a int, b text, v text, PRIMARY KEY (a, b))`)
+	ctx := context.Background()
+	for _, tbl := range []string{"kv_attach", "public.pairs"} {
+		if err := Attach(ctx, p, tbl); err != nil {
+			t.Fatalf("attach %s: %v", tbl, err)
+		}
+		if err := Attach(ctx, p, tbl); err != nil { // idempotent
+			t.Fatalf("second attach %s: %v", tbl, err)
+		}
+		if ok, err := Attached(ctx, p, tbl); err != nil || !ok {
+			t.Fatalf("Attached(%s) = %v, %v", tbl, ok, err)
+		}
+	}
+	f := NewFences(0)
+	startListener(t, p, f, ListenerOptions{})
+
+	for _, tc := range []struct {
+		name, sql  string
+		table, key string
+	}{
+		{"insert", `INSERT INTO kv_attach VALUES ('k1', 'v', 'infinity')`, "public.kv_attach", "k1"},
+		{"upsert", `INSERT INTO kv_attach VALUES ('k1', 'v2', 'infinity') ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, "public.kv_attach", "k1"},
+		{"update", `UPDATE kv_attach SET value = 'v3' WHERE key = 'k1'`, "public.kv_attach", "k1"},
+		{"key with quotes and newline", `INSERT INTO kv_attach VALUES (E'we"ird\nkey', 'v', 'infinity')`, "public.kv_attach", "we\"ird\nkey"},
+		{"delete", `DELETE FROM kv_attach WHERE key = 'k1'`, "public.kv_attach", "k1"},
+		{"composite insert", `INSERT INTO pairs VALUES (1, 'x', 'v')`, "public.pairs", `[1,"x"]`},
+		{"composite update", `UPDATE pairs SET v = 'w' WHERE a = 1`, "public.pairs", `[1,"x"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := f.Token()
+			exec(t, p, tc.sql)
+			fenced(t, f, tok, tc.table, tc.key)
+		})
+	}
+	t.Run("truncate", func(t *testing.T) {
+		tok := f.Token()
+		exec(t, p, `TRUNCATE kv_attach`)
+		fenced(t, f, tok, "public.kv_attach", "any key at all")
+	})
+	t.Run("copy", func(t *testing.T) {
+		tok := f.Token()
+		conn, err := p.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		if _, err := conn.Conn().CopyFrom(ctx, pgx.Identifier{"kv_attach"}, []string{"key", "value", "expires_at"},
+			pgx.CopyFromRows([][]any{{"copied", []byte("v"), time.Now().Add(time.Hour)}})); err != nil {
+			t.Fatal(err)
+		}
+		fenced(t, f, tok, "public.kv_attach", "copied")
+	})
+	t.Run("oversized statement becomes a table fence", func(t *testing.T) {
+		tok := f.Token()
+		before := f.Stats.TableFences.Load()
+		exec(t, p, `INSERT INTO kv_attach SELECT repeat('x', 100) || g, 'v', 'infinity' FROM generate_series(1, 500) g`)
+		fenced(t, f, tok, "public.kv_attach", "unrelated")
+		if f.Stats.TableFences.Load() == before {
+			t.Fatal("no table fence recorded")
+		}
+	})
+	t.Run("detach", func(t *testing.T) {
+		if err := Detach(ctx, p, "kv_attach"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := Attached(ctx, p, "kv_attach"); ok {
+			t.Fatal("still attached")
+		}
+	})
+}
+
+func TestAttachRefusesTableWithoutKey(t *testing.T) {
+	p := pool(t)
+	exec(t, p, `CREATE TABLE nokey (a int)`)
+	if err := Attach(context.Background(), p, "nokey"); err == nil || !strings.Contains(err.Error(), "no primary key") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := Attach(context.Background(), p, "missing_table"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The LISTEN connection killed: fences go offline, the listener reconnects,
+// and comes back online through a whole-cache fence.
+func TestListenerReconnects(t *testing.T) {
+	p := pool(t)
+	f := NewFences(0)
+	l := startListener(t, p, f, ListenerOptions{PingInterval: 100 * time.Millisecond})
+	tok := f.Token()
+	allBefore := f.Stats.AllFences.Load()
+	exec(t, p, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
+	waitFor(t, "offline", func() bool { return !f.Online() })
+	waitFor(t, "online again", func() bool { s, _ := l.State(); return s == StateOnline })
+	if l.Stats.Reconnects.Load() < 1 {
+		t.Fatal("no reconnect counted")
+	}
+	if f.Stats.AllFences.Load() <= allBefore {
+		t.Fatal("no whole-cache fence on reconnect")
+	}
+	if f.Valid(tok, f.Table("t"), f.Hash("t", "k")) {
+		t.Fatal("a token from before the reconnect is still valid")
+	}
+	if lag := time.Duration(l.Stats.FenceLagNanos.Load()); lag <= 0 {
+		t.Fatalf("fence lag = %v", lag)
+	}
+}
