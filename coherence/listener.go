@@ -42,16 +42,17 @@ func (s ListenerState) String() string {
 	return [...]string{"connecting", "proving", "online", "stopped"}[s]
 }
 
-// Notifier sends a NOTIFY over a connection other than the listener's own,
-// so a canary that comes back proves the path other writers use.
-type Notifier func(ctx context.Context, channel, payload string) error
+// CanarySender writes a canary into the fence log, where writers' fences go:
+// one that comes back over LISTEN proves the whole path (log, relay,
+// NOTIFY, this connection) delivers.
+type CanarySender func(ctx context.Context, token string) error
 
 // ListenerOptions configure a Listener.
 type ListenerOptions struct {
 	// Conn configures the dedicated LISTEN connection.
 	Conn *pgx.ConnConfig
-	// Notify sends the canary (on the backend's pool).
-	Notify Notifier
+	// Canary sends a canary (on the backend's pool).
+	Canary CanarySender
 	// QueueUsage reads pg_notification_queue_usage() (optional).
 	QueueUsage func(ctx context.Context) (float64, error)
 	// PingInterval and DeadAfter default to the constants above.
@@ -194,18 +195,18 @@ func (l *Listener) tick(ctx context.Context) error {
 		return nil
 	}
 	due := l.state.Load() != int32(StateOnline) || now.Sub(l.lastOK) >= l.opts.PingInterval
-	if !due {
+	if !due || l.opts.Canary == nil {
 		l.mu.Unlock()
 		return nil
 	}
 	l.counter++
-	payload := `{"c":"` + l.id + `:` + strconv.Itoa(l.counter) + `"}`
-	l.canary, l.sentAt = payload, now
+	token := l.id + ":" + strconv.Itoa(l.counter)
+	l.canary, l.sentAt = token, now
 	l.mu.Unlock()
 
 	nctx, cancel := context.WithTimeout(ctx, l.opts.DeadAfter)
 	defer cancel()
-	if err := l.opts.Notify(nctx, Channel, payload); err != nil {
+	if err := l.opts.Canary(nctx, token); err != nil {
 		// The send failed, so nothing is in flight: try again next tick,
 		// and let the overdue rule not fire on a canary never sent.
 		l.mu.Lock()
@@ -239,7 +240,7 @@ func (l *Listener) handle(payload string) {
 	}
 	switch {
 	case fe.Canary != "":
-		l.canaryBack(`{"c":"` + fe.Canary + `"}`)
+		l.canaryBack(fe.Canary)
 	case fe.Table == "":
 		l.Stats.BadPayloads.Add(1)
 		l.f.FenceAll()
@@ -259,9 +260,9 @@ func (l *Listener) handle(payload string) {
 
 // canaryBack notes our canary's return; the first one after a (re)connect
 // turns L1 on, through a whole-cache fence.
-func (l *Listener) canaryBack(payload string) {
+func (l *Listener) canaryBack(token string) {
 	l.mu.Lock()
-	if payload != l.canary {
+	if token != l.canary {
 		l.mu.Unlock()
 		return // another instance's canary, or one from an older connection
 	}

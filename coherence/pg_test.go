@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func pool(t *testing.T) *pgxpool.Pool {
+func pool(t *testing.T) *pgxpool.Pool { return poolB(t) }
+
+func poolB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	p, err := pgxpool.New(context.Background(), pg.DSN())
 	if err != nil {
@@ -46,30 +49,18 @@ func exec(t *testing.T, p *pgxpool.Pool, sql string, args ...any) {
 	}
 }
 
-// startListener runs a listener on f until the test ends and waits until it
-// is online.
-func startListener(t *testing.T, p *pgxpool.Pool, f *Fences, opts ListenerOptions) *Listener {
+// startCoordinator runs a coordinator until the test ends and waits until
+// its listener is online.
+func startCoordinator(t *testing.T, p *pgxpool.Pool, opts CoordinatorOptions) *Coordinator {
 	t.Helper()
-	cc, err := pgx.ParseConfig(pg.DSN())
-	if err != nil {
+	if err := Setup(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	opts.Conn = cc
-	opts.Notify = func(ctx context.Context, ch, payload string) error {
-		_, err := p.Exec(ctx, "SELECT pg_notify($1, $2)", ch, payload)
-		return err
-	}
-	opts.QueueUsage = func(ctx context.Context) (u float64, err error) {
-		err = p.QueryRow(ctx, "SELECT pg_notification_queue_usage()").Scan(&u)
-		return u, err
-	}
-	l := NewListener(f, opts, zap.NewNop())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { l.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, "listener online", func() bool { s, _ := l.State(); return s == StateOnline })
-	return l
+	c := NewCoordinator(p, opts, zap.NewNop())
+	c.Start()
+	t.Cleanup(c.Close)
+	waitFor(t, "listener online", func() bool { s, _ := c.Listener.State(); return s == StateOnline })
+	return c
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -107,8 +98,7 @@ func TestAttachAndFences(t *testing.T) {
 			t.Fatalf("Attached(%s) = %v, %v", tbl, ok, err)
 		}
 	}
-	f := NewFences(0)
-	startListener(t, p, f, ListenerOptions{})
+	f := startCoordinator(t, p, CoordinatorOptions{}).Fences
 
 	for _, tc := range []struct {
 		name, sql  string
@@ -146,10 +136,20 @@ func TestAttachAndFences(t *testing.T) {
 		}
 		fenced(t, f, tok, "public.kv_attach", "copied")
 	})
-	t.Run("oversized statement becomes a table fence", func(t *testing.T) {
+	t.Run("a statement's keys past one notification are split", func(t *testing.T) {
+		tok := f.Token()
+		exec(t, p, `INSERT INTO kv_attach SELECT repeat('x', 100) || g, 'v', 'infinity' FROM generate_series(1, 500) g`)
+		for _, g := range []int{1, 250, 500} {
+			fenced(t, f, tok, "public.kv_attach", strings.Repeat("x", 100)+strconv.Itoa(g))
+		}
+		if !f.Valid(tok, f.Table("public.kv_attach"), f.Hash("public.kv_attach", "unrelated")) {
+			t.Fatal("a table fence was published for keys that fit in notifications")
+		}
+	})
+	t.Run("a key too long for a notification fences its table", func(t *testing.T) {
 		tok := f.Token()
 		before := f.Stats.TableFences.Load()
-		exec(t, p, `INSERT INTO kv_attach SELECT repeat('x', 100) || g, 'v', 'infinity' FROM generate_series(1, 500) g`)
+		exec(t, p, `INSERT INTO kv_attach VALUES (repeat('y', 9000), 'v', 'infinity')`)
 		fenced(t, f, tok, "public.kv_attach", "unrelated")
 		if f.Stats.TableFences.Load() == before {
 			t.Fatal("no table fence recorded")
@@ -180,8 +180,8 @@ func TestAttachRefusesTableWithoutKey(t *testing.T) {
 // and comes back online through a whole-cache fence.
 func TestListenerReconnects(t *testing.T) {
 	p := pool(t)
-	f := NewFences(0)
-	l := startListener(t, p, f, ListenerOptions{PingInterval: 100 * time.Millisecond})
+	c := startCoordinator(t, p, CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: 100 * time.Millisecond}})
+	f, l := c.Fences, c.Listener
 	tok := f.Token()
 	allBefore := f.Stats.AllFences.Load()
 	exec(t, p, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgcache/pgcache/coherence"
+)
+
+func init() {
+	register(command{
+		name:  "attach",
+		usage: "[--dsn DSN] schema.table ...",
+		short: "install the fence triggers on tables, so pgcache's L1 tiers learn of every write (idempotent)",
+		run:   func(args []string, stdout, stderr io.Writer) int { return cmdAttach("attach", args, stdout, stderr) },
+	})
+	register(command{
+		name:  "detach",
+		usage: "[--dsn DSN] schema.table ...",
+		short: "remove the fence triggers from tables",
+		run:   func(args []string, stdout, stderr io.Writer) int { return cmdAttach("detach", args, stdout, stderr) },
+	})
+}
+
+func cmdAttach(name string, args []string, stdout, stderr io.Writer) int {
+	c := commands[name]
+	fs := c.flags(stderr)
+	dsn := fs.String("dsn", "", "PostgreSQL connection string (default: the PG* environment variables)")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintf(stderr, "pgcache %s: name at least one table\n", name)
+		fs.Usage()
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, *dsn)
+	if err != nil {
+		fmt.Fprintf(stderr, "pgcache %s: connect: %v\n", name, err)
+		return exitError
+	}
+	defer conn.Close(context.Background())
+	for _, table := range fs.Args() {
+		if name == "attach" {
+			err = coherence.Attach(ctx, conn, table)
+		} else {
+			err = coherence.Detach(ctx, conn, table)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "pgcache %s %s: %v\n", name, table, err)
+			return exitError
+		}
+		fmt.Fprintf(stdout, "%sed %s\n", name, table)
+	}
+	return exitOK
+}

@@ -1,0 +1,264 @@
+package coherence
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+)
+
+// Relay timing.
+const (
+	// DefaultRelayInterval is how often an empty fence log is looked at: the
+	// most a fence waits in the log. A busy log is drained back to back.
+	DefaultRelayInterval = 5 * time.Millisecond
+	// relayBatch bounds the rows one drain takes, so one transaction never
+	// holds many row locks.
+	relayBatch = 10000
+	// relayLockRetry is how often a standby relay tries to take over.
+	relayLockRetry = time.Second
+)
+
+// relayLockKey is the advisory lock that makes one relay per database
+// active ("pgcache" in ASCII).
+const relayLockKey int64 = 0x70676361636865
+
+// canaryTable marks a canary row in the fence log.
+const canaryTable = "#canary"
+
+// RelayStats count the relay's work.
+type RelayStats struct {
+	Active        atomic.Bool  // this instance holds the relay lock
+	Drains        atomic.Int64 // drains that found rows
+	Rows          atomic.Int64 // fence log rows published
+	Notifications atomic.Int64 // NOTIFYs sent
+}
+
+// Relay drains the fence log and publishes it over NOTIFY. Every instance
+// runs one; an advisory lock lets one at a time be active, and another takes
+// over within relayLockRetry when it goes away.
+type Relay struct {
+	conn     *pgx.ConnConfig
+	interval time.Duration
+	log      *zap.Logger
+	Stats    RelayStats
+}
+
+// NewRelay returns a relay; Run starts it.
+func NewRelay(conn *pgx.ConnConfig, interval time.Duration, log *zap.Logger) *Relay {
+	if interval <= 0 {
+		interval = DefaultRelayInterval
+	}
+	return &Relay{conn: conn, interval: interval, log: log}
+}
+
+// Run relays until ctx ends, reconnecting with backoff.
+func (r *Relay) Run(ctx context.Context) {
+	backoff := minBackoff
+	for ctx.Err() == nil {
+		started := time.Now()
+		err := r.session(ctx)
+		r.Stats.Active.Store(false)
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("fence relay: reconnecting", zap.Error(err))
+		if time.Since(started) > maxBackoff {
+			backoff = minBackoff
+		}
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (r *Relay) session(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, r.conn)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", relayLockKey).Scan(&got); err != nil {
+			return fmt.Errorf("relay lock: %w", err)
+		}
+		if got {
+			break
+		}
+		if !sleep(ctx, relayLockRetry) {
+			return ctx.Err()
+		}
+	}
+	r.Stats.Active.Store(true)
+	r.log.Info("fence relay active")
+	for {
+		n, err := r.drain(ctx, conn)
+		if err != nil {
+			return fmt.Errorf("drain: %w", err)
+		}
+		if n == 0 && !sleep(ctx, r.interval) {
+			return ctx.Err()
+		}
+	}
+}
+
+// drain moves up to relayBatch rows from the log to NOTIFYs in one
+// transaction: the rows are deleted only if the notifications are sent.
+//
+// DELETE … RETURNING takes exactly the rows of committed writers. A writer
+// still in flight is invisible here and is drained by a later pass, so no
+// fence is skipped, and every fence is published after its write commits.
+func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	rows, err := tx.Query(ctx, `DELETE FROM `+Schema+`.fence_log WHERE ctid IN
+		(SELECT ctid FROM `+Schema+`.fence_log LIMIT $1) RETURNING tbl, keys`, relayBatch)
+	if err != nil {
+		return 0, err
+	}
+	var b batch
+	n := 0
+	for rows.Next() {
+		var tbl string
+		var keys []byte
+		if err := rows.Scan(&tbl, &keys); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		b.add(tbl, keys)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, tx.Commit(ctx)
+	}
+	payloads := b.payloads()
+	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", Channel, payloads); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, err
+	}
+	r.Stats.Drains.Add(1)
+	r.Stats.Rows.Add(int64(n))
+	r.Stats.Notifications.Add(int64(len(payloads)))
+	return n, nil
+}
+
+// batch gathers drained rows by table.
+type batch struct {
+	canaries []string
+	tables   map[string]*tableKeys
+}
+
+type tableKeys struct {
+	whole bool
+	keys  map[string]struct{} // raw JSON of each key
+}
+
+func (b *batch) add(tbl string, keys []byte) {
+	if tbl == canaryTable {
+		var tok string
+		if json.Unmarshal(keys, &tok) == nil {
+			b.canaries = append(b.canaries, tok)
+		}
+		return
+	}
+	if b.tables == nil {
+		b.tables = map[string]*tableKeys{}
+	}
+	tk := b.tables[tbl]
+	if tk == nil {
+		tk = &tableKeys{keys: map[string]struct{}{}}
+		b.tables[tbl] = tk
+	}
+	if tk.whole {
+		return
+	}
+	var list []json.RawMessage
+	if keys == nil || json.Unmarshal(keys, &list) != nil {
+		tk.whole, tk.keys = true, nil // a table fence, or a row we cannot read: fence it all
+		return
+	}
+	for _, k := range list {
+		tk.keys[string(k)] = struct{}{}
+	}
+}
+
+// payloads renders the batch as notifications of at most maxPayload bytes:
+// {"t":table,"k":[keys…]}, {"t":table} for a whole table, {"c":token} for a
+// canary. A key too long for any notification fences its whole table.
+func (b *batch) payloads() []string {
+	var out []string
+	for _, tok := range b.canaries {
+		c, _ := json.Marshal(map[string]string{"c": tok})
+		out = append(out, string(c))
+	}
+	tables := make([]string, 0, len(b.tables))
+	for t := range b.tables {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	for _, tbl := range tables {
+		tk := b.tables[tbl]
+		name, _ := json.Marshal(tbl)
+		head := `{"t":` + string(name)
+		if tk.whole {
+			out = append(out, head+"}")
+			continue
+		}
+		keys := make([]string, 0, len(tk.keys))
+		for k := range tk.keys {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var cur []byte
+		flush := func() {
+			if cur != nil {
+				out = append(out, string(append(cur, "]}"...)))
+				cur = nil
+			}
+		}
+		for _, k := range keys {
+			if len(head)+len(`,"k":[`)+len(k)+2 > maxPayload {
+				cur = nil
+				out = append(out, head+"}") // this key alone does not fit
+				continue
+			}
+			if cur != nil && len(cur)+1+len(k)+2 > maxPayload {
+				flush()
+			}
+			if cur == nil {
+				cur = append([]byte(head), `,"k":[`...)
+				cur = append(cur, k...)
+			} else {
+				cur = append(append(cur, ','), k...)
+			}
+		}
+		flush()
+	}
+	return out
+}
