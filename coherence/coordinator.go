@@ -3,11 +3,14 @@ package coherence
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/backends"
 )
 
 // Coordinator keeps the L1 tiers of one PostgreSQL database coherent: it
@@ -21,6 +24,10 @@ type Coordinator struct {
 	pool   *pgxpool.Pool
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	prepares []func(ctx context.Context) error
+	tiers    []*Tier
 }
 
 // CoordinatorOptions tune a Coordinator; zero values take the defaults.
@@ -37,6 +44,7 @@ func NewCoordinator(pool *pgxpool.Pool, opts CoordinatorOptions, log *zap.Logger
 	lo := opts.ListenerOptions
 	lo.Conn = pool.Config().ConnConfig.Copy()
 	lo.Canary = c.sendCanary
+	lo.Prepare = c.prepare
 	lo.QueueUsage = func(ctx context.Context) (u float64, err error) {
 		err = pool.QueryRow(ctx, "SELECT pg_notification_queue_usage()").Scan(&u)
 		return u, err
@@ -55,6 +63,60 @@ func (c *Coordinator) sendCanary(ctx context.Context, token string) error {
 // Attach installs the fence triggers on table (see Attach).
 func (c *Coordinator) Attach(ctx context.Context, table string) error {
 	return Attach(ctx, c.pool, table)
+}
+
+// Pool is the pool the coordinator works through.
+func (c *Coordinator) Pool() *pgxpool.Pool { return c.pool }
+
+// OnConnect adds work that must succeed on every (re)connect of the
+// listener before L1 is used: creating a table, attaching its triggers.
+func (c *Coordinator) OnConnect(f func(ctx context.Context) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.prepares = append(c.prepares, f)
+}
+
+func (c *Coordinator) prepare(ctx context.Context) error {
+	if err := Setup(ctx, c.pool); err != nil {
+		return fmt.Errorf("set up %s schema: %w", Schema, err)
+	}
+	c.mu.Lock()
+	prepares := append([]func(context.Context) error(nil), c.prepares...)
+	c.mu.Unlock()
+	for _, p := range prepares {
+		if err := p(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NewTier returns an L1 tier in front of b checked against this
+// coordinator's fences, and keeps it for the metrics.
+func (c *Coordinator) NewTier(route string, b backends.Backend, opts L1) (*Tier, error) {
+	t, err := NewTier(b, c.Fences, opts)
+	if err != nil {
+		return nil, err
+	}
+	t.route = route
+	c.mu.Lock()
+	c.tiers = append(c.tiers, t)
+	c.mu.Unlock()
+	return t, nil
+}
+
+// Tiers returns the tiers made by NewTier that are not closed.
+func (c *Coordinator) Tiers() []*Tier {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	live := c.tiers[:0]
+	for _, t := range c.tiers {
+		if !t.closed.Load() {
+			live = append(live, t)
+		}
+	}
+	c.tiers = live
+	return append([]*Tier(nil), live...)
 }
 
 // Start runs the listener and the relay until Close.

@@ -53,6 +53,10 @@ type ListenerOptions struct {
 	Conn *pgx.ConnConfig
 	// Canary sends a canary (on the backend's pool).
 	Canary CanarySender
+	// Prepare runs on every new LISTEN connection before fences are trusted:
+	// it installs or checks the triggers of the fenced tables. An error ends
+	// the session; L1 stays off and the state says why (optional).
+	Prepare func(ctx context.Context) error
 	// QueueUsage reads pg_notification_queue_usage() (optional).
 	QueueUsage func(ctx context.Context) (float64, error)
 	// PingInterval and DeadAfter default to the constants above.
@@ -153,6 +157,11 @@ func (l *Listener) session(ctx context.Context) error {
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	if l.opts.Prepare != nil {
+		if err := l.opts.Prepare(ctx); err != nil {
+			return fmt.Errorf("prepare fenced tables: %w", err)
+		}
 	}
 	l.setState(StateProving, "LISTEN is up; waiting for the first canary NOTIFY to come back")
 	l.mu.Lock()

@@ -41,6 +41,8 @@ type TierStats struct {
 // fence the key locally, so this instance reads its own writes at once;
 // the trigger's notification fences every other instance.
 type Tier struct {
+	route  string
+	closed atomic.Bool
 	b      backends.Backend
 	fenced backends.Fenced
 	expiry backends.ExpiryReader // nil: entries live for L1.TTL
@@ -337,6 +339,20 @@ func (t *Tier) TTL(ctx context.Context, key string) (time.Duration, error) {
 	return t.b.TTL(ctx, key)
 }
 
+// Unwrap returns the backend behind the tier.
+func (t *Tier) Unwrap() backends.Backend { return t.b }
+
+// Route names the route the tier serves ("" when made by NewTier directly).
+func (t *Tier) Route() string { return t.route }
+
+// Len counts the keys of the backend behind the tier.
+func (t *Tier) Len(ctx context.Context) (int64, error) {
+	if s, ok := t.b.(backends.Sizer); ok {
+		return s.Len(ctx)
+	}
+	return 0, backends.ErrUnsupported
+}
+
 // Entries calls fn for each L1 entry that is still valid: the bench's
 // stale-entry audit compares them with PostgreSQL.
 func (t *Tier) Entries(fn func(key string, val []byte) bool) {
@@ -350,9 +366,13 @@ func (t *Tier) Entries(fn func(key string, val []byte) bool) {
 
 // Close drops the L1 and closes the backend.
 func (t *Tier) Close() error {
+	t.closed.Store(true)
 	t.cache.InvalidateAll()
 	t.cache.StopAllGoroutines()
 	return t.b.Close()
 }
 
-var _ backends.Backend = (*Tier)(nil)
+var (
+	_ backends.Backend = (*Tier)(nil)
+	_ backends.Sizer   = (*Tier)(nil)
+)

@@ -102,4 +102,18 @@ type Route struct {
 	KeyType string `koanf:"key_type" json:"key_type,omitempty"`
 	// SourceTable is schema.table of an existing table served by primary key (postgres).
 	SourceTable string `koanf:"source_table" json:"source_table,omitempty"`
+	// Attach, for a source_table with l1: "auto" installs the fence triggers
+	// at start (as `pgcache attach` does); "" expects them installed.
+	Attach string `koanf:"attach" json:"attach,omitempty"`
+	// L1 puts a coherent in-process tier in front of a postgres route.
+	L1 *L1 `koanf:"l1" json:"l1,omitempty"`
+}
+
+// L1 is a route's coherent in-process tier.
+type L1 struct {
+	// MaxBytes bounds the tier. Required.
+	MaxBytes decode.ByteSize `koanf:"max_bytes" json:"max_bytes"`
+	// TTL bounds how long an entry stays; 0 keeps it while the row's own
+	// expiry allows. Fences, not the TTL, keep entries correct. Default 0.
+	TTL decode.Duration `koanf:"ttl" json:"ttl,omitempty"`
 }

@@ -138,6 +138,10 @@ routes:
 		{"bad key type", "backends: {mem: {type: memory}}\nroutes: [{name: a, backend: mem, key_type: float}]", []string{`routes[0].key_type: "float"`}},
 		{"bad source table", "backends: {mem: {type: memory}}\nroutes: [{name: a, backend: mem, source_table: users}]", []string{`routes[0].source_table: "users" is not schema.table`}},
 		{"negative max value", "backends: {mem: {type: memory}}\nroutes: [{name: a, backend: mem, max_value_bytes: -1}]", []string{`routes[0].max_value_bytes: -1`}},
+		{"bad attach", "backends: {mem: {type: memory}}\nroutes: [{name: a, backend: mem, source_table: public.u, attach: always}]", []string{`routes[0].attach: "always"`}},
+		{"attach on kv", "backends: {mem: {type: memory}}\nroutes: [{name: a, backend: mem, table: t, attach: auto}]", []string{`routes[0].attach: only a source_table`}},
+		{"l1 without size", "backends: {mem: {type: memory}}\nroutes: [{name: a, backend: mem, table: t, l1: {ttl: 5s}}]", []string{`routes[0].l1.max_bytes: 0 must be positive`}},
+		{"l1 without a table", "backends: {mem: {type: memory}}\nroutes: [{name: a, backend: mem, l1: {max_bytes: 1MiB}}]", []string{`routes[0].l1: a coherent L1 needs`}},
 		{"several at once", "log: {level: x, format: y}\n" + routes, []string{`log.level`, `log.format`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -150,6 +150,23 @@ func (c *Config) validateRoutes(errs *Errors) {
 		if r.SourceTable != "" && strings.Count(r.SourceTable, ".") != 1 {
 			errs.add(field+".source_table", "%q is not schema.table", r.SourceTable)
 		}
+		if r.Attach != "" && r.Attach != "auto" {
+			errs.add(field+".attach", "%q is not auto (or leave it out)", r.Attach)
+		}
+		if r.Attach != "" && r.SourceTable == "" {
+			errs.add(field+".attach", "only a source_table route is attached; a kv table gets its triggers when it has l1")
+		}
+		if r.L1 != nil {
+			if r.L1.MaxBytes <= 0 {
+				errs.add(field+".l1.max_bytes", "%d must be positive", r.L1.MaxBytes)
+			}
+			if r.L1.TTL < 0 {
+				errs.add(field+".l1.ttl", "%v must not be negative", r.L1.TTL)
+			}
+			if r.Table == "" && r.SourceTable == "" {
+				errs.add(field+".l1", "a coherent L1 needs a postgres table or source_table to fence it")
+			}
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/http/pprof" // its init also registers on http.DefaultServeMux, which pgcache never serves
@@ -56,19 +57,20 @@ type Admin struct {
 	srv  *http.Server
 }
 
-// NewAdmin returns an admin API server.
+// NewAdmin returns an admin API server. log is used as given (the caller
+// names it) and may be nil.
 func NewAdmin(opts AdminOptions, log *zap.Logger) *Admin {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	a := &Admin{opts: opts, log: log.Named("admin")}
+	a := &Admin{opts: opts, log: log}
 	a.srv = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: adminReadHeaderTimeout,
 		ReadTimeout:       adminReadTimeout,
 		WriteTimeout:      adminWriteTimeout,
 		IdleTimeout:       adminIdleTimeout,
-		ErrorLog:          zap.NewStdLog(a.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel))),
+		ErrorLog:          warnLog(a.log),
 	}
 	return a
 }
@@ -95,12 +97,14 @@ func (a *Admin) Handler() http.Handler {
 	return mux
 }
 
-// Serve answers admin requests on ln until Shutdown. It always returns a
-// non-nil error: http.ErrServerClosed after Shutdown.
+// Serve answers admin requests on ln until Shutdown, and then returns nil;
+// it returns nil at once, closing ln, when Shutdown came first. Any other
+// return is an error.
 func (a *Admin) Serve(ln net.Listener) error {
 	err := a.srv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
-		return err
+		_ = ln.Close() // net/http leaves it open when Shutdown came first
+		return nil
 	}
 	return fmt.Errorf("admin: serve %s: %w", ln.Addr(), err)
 }
@@ -148,7 +152,7 @@ func (a *Admin) metrics() http.Handler {
 		return notImplemented("metrics")
 	}
 	return promhttp.HandlerFor(a.opts.Gatherer, promhttp.HandlerOpts{
-		ErrorLog:      zap.NewStdLog(a.log),
+		ErrorLog:      warnLog(a.log),
 		ErrorHandling: promhttp.ContinueOnError, // a failing collector must not hide the others
 	})
 }
@@ -191,6 +195,17 @@ func (a *Admin) load(w http.ResponseWriter, r *http.Request) {
 	}
 	a.log.Info("config loaded")
 	text(w, http.StatusOK, "ok")
+}
+
+// warnLog adapts log for net/http's and promhttp's error logs: what they
+// report (a failed accept, a recovered panic, a collector's error) is worth
+// a warning.
+func warnLog(log *zap.Logger) *stdlog.Logger {
+	l, err := zap.NewStdLogAt(log, zap.WarnLevel)
+	if err != nil { // only for an invalid level
+		panic(err)
+	}
+	return l
 }
 
 func notImplemented(what string) http.Handler {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"sync"
 
@@ -37,8 +36,9 @@ type Data struct {
 	lns    []net.Listener
 }
 
-// NewData returns a data API server on router. reg receives the HTTP-level
-// metrics (pgcache_http_requests_total); it may be nil.
+// NewData returns a data API server on router. log is used as given (the
+// caller names it) and may be nil; reg receives the HTTP-level metrics
+// (pgcache_http_requests_total) and may be nil.
 func NewData(router *route.Router, cfg Config, log *zap.Logger, reg prometheus.Registerer) *Data {
 	if log == nil {
 		log = zap.NewNop()
@@ -48,7 +48,7 @@ func NewData(router *route.Router, cfg Config, log *zap.Logger, reg prometheus.R
 	d := &Data{
 		router: router,
 		cfg:    cfg,
-		log:    log.Named("http"),
+		log:    log,
 		m:      newMetrics(reg),
 		ctx:    ctx,
 		cancel: cancel,
@@ -78,14 +78,15 @@ func NewData(router *route.Router, cfg Config, log *zap.Logger, reg prometheus.R
 	return d
 }
 
-// Serve answers data requests on ln until Shutdown. Like net/http's Serve,
-// it always returns a non-nil error: http.ErrServerClosed after Shutdown.
+// Serve answers data requests on ln until Shutdown, and then returns nil; it
+// returns nil at once, closing ln, when Shutdown came first. Any other return
+// is an error: the listener failed, or was closed under it.
 func (d *Data) Serve(ln net.Listener) error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		_ = ln.Close()
-		return http.ErrServerClosed
+		return nil
 	}
 	d.lns = append(d.lns, ln)
 	d.mu.Unlock()
@@ -96,7 +97,7 @@ func (d *Data) Serve(ln net.Listener) error {
 	d.mu.Unlock()
 	switch {
 	case closed:
-		return http.ErrServerClosed
+		return nil
 	case err == nil: // fasthttp returns nil when the listener was closed under it
 		return fmt.Errorf("http: serve %s: %w", ln.Addr(), net.ErrClosed)
 	}
@@ -106,8 +107,8 @@ func (d *Data) Serve(ln net.Listener) error {
 // Shutdown stops accepting connections, lets in-flight requests finish
 // (keep-alive connections are closed once idle, and told to close in the
 // answer to a request in flight) and returns. When ctx ends first, it cancels
-// the backend calls still running and returns ctx's error; connections still
-// open then are left to their read and write timeouts.
+// the backend calls still running, so their requests answer 503, and returns
+// ctx's error; fasthttp leaves the connections still open to their timeouts.
 func (d *Data) Shutdown(ctx context.Context) error {
 	d.mu.Lock()
 	d.closed = true

@@ -118,12 +118,14 @@ func methodAllowed(a action, ctx *fasthttp.RequestCtx) bool {
 
 // ambiguousFraming reports a request that came with both Transfer-Encoding
 // and Content-Length. fasthttp frames such a body by Transfer-Encoding and
-// forgets the Content-Length, so the raw headers are the only witness; they
-// are scanned only for chunked requests, which are rare here.
+// forgets the Content-Length, so the raw headers are the only witness. It
+// also marks the request Connection: close, which few others are: only those
+// are scanned.
 func ambiguousFraming(h *fasthttp.RequestHeader) bool {
-	if h.ContentLength() != -1 { // -1: chunked
+	if !h.ConnectionClose() {
 		return false
 	}
+	var cl, te bool
 	raw := h.RawHeaders()
 	for len(raw) > 0 {
 		line := raw
@@ -132,15 +134,21 @@ func ambiguousFraming(h *fasthttp.RequestHeader) bool {
 		} else {
 			raw = nil
 		}
-		if i := bytes.IndexByte(line, ':'); i >= 0 &&
-			bytes.EqualFold(bytes.TrimSpace(line[:i]), headerContentLength) {
-			return true
+		i := bytes.IndexByte(line, ':')
+		if i < 0 {
+			continue
 		}
+		name := bytes.TrimSpace(line[:i])
+		cl = cl || bytes.EqualFold(name, headerContentLength)
+		te = te || bytes.EqualFold(name, headerTransferEncoding)
 	}
-	return false
+	return cl && te
 }
 
-var headerContentLength = []byte(fasthttp.HeaderContentLength)
+var (
+	headerContentLength    = []byte(fasthttp.HeaderContentLength)
+	headerTransferEncoding = []byte(fasthttp.HeaderTransferEncoding)
+)
 
 // maxQuoted bounds how much of a client's input an error echoes back.
 const maxQuoted = 64

@@ -61,7 +61,7 @@ func closeDrivers(drivers map[string]backends.Driver, log *zap.Logger) {
 
 // buildTable opens every route on its driver and builds the route table.
 // On error it closes the backends it opened and names the route.
-func buildTable(ctx context.Context, cfg *conf.Config, drivers map[string]backends.Driver, m *route.Metrics) (*route.Table, error) {
+func buildTable(ctx context.Context, cfg *conf.Config, drivers map[string]backends.Driver, coords *coordinators, m *route.Metrics) (*route.Table, error) {
 	routes := make([]*route.Route, 0, len(cfg.Routes))
 	fail := func(err error) (*route.Table, error) {
 		for _, r := range routes {
@@ -80,6 +80,14 @@ func buildTable(ctx context.Context, cfg *conf.Config, drivers map[string]backen
 		})
 		if err != nil {
 			return fail(fmt.Errorf("routes[%d] (%s): %w", i, rc.Name, err))
+		}
+		if rc.L1 != nil {
+			tiered, err := coords.tier(rc.Name, d, rc, b)
+			if err != nil {
+				b.Close()
+				return fail(fmt.Errorf("routes[%d] (%s): %w", i, rc.Name, err))
+			}
+			b = tiered
 		}
 		r := &route.Route{Name: rc.Name, BackendName: rc.Backend, Backend: b, MaxValueBytes: int64(rc.MaxValueBytes)}
 		routes = append(routes, r)

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/coherence"
 	"github.com/pgcache/pgcache/conf"
 	"github.com/pgcache/pgcache/httpapi"
 	"github.com/pgcache/pgcache/proxy"
@@ -30,6 +31,7 @@ type Server struct {
 	reg     *prometheus.Registry
 	metrics *route.Metrics
 	drivers map[string]backends.Driver
+	coords  *coordinators
 	router  *route.Router
 
 	resp  *proxy.Server
@@ -40,6 +42,12 @@ type Server struct {
 	listeners map[string]net.Listener // "resp", "http", "admin"
 	serving   sync.WaitGroup
 	serveErr  chan error
+
+	// extras are INFO sections and readiness checks beyond the drivers'.
+	extras []interface {
+		Info(context.Context) [][2]string
+		Check(context.Context) error
+	}
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -61,7 +69,8 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 	if err != nil {
 		return nil, err
 	}
-	table, err := buildTable(ctx, cfg, drivers, s.metrics)
+	s.coords = newCoordinators(log)
+	table, err := buildTable(ctx, cfg, drivers, s.coords, s.metrics)
 	if err != nil {
 		closeDrivers(drivers, log)
 		return nil, err
@@ -77,6 +86,15 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 				}
 			}
 		}
+	}
+
+	for name, c := range s.coords.byDrv {
+		m := coherence.NewMetrics(name, c)
+		if err := s.reg.Register(m); err != nil {
+			s.close()
+			return nil, fmt.Errorf("backends.%s: l1 metrics: %w", name, err)
+		}
+		s.extras = append(s.extras, m)
 	}
 
 	s.resp = proxy.New(s.router, s.metrics, proxy.Config{
@@ -109,6 +127,7 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 // Start listens on every configured address and serves in the background.
 // An address with port 0 gets a free port: Addr tells which.
 func (s *Server) Start() error {
+	s.coords.start()
 	type front struct {
 		name, addr string
 		serve      func(net.Listener) error
@@ -208,6 +227,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 }
 
 func (s *Server) close() {
+	s.coords.close()
 	if err := s.router.Current().Close(); err != nil {
 		s.log.Warn("closing routes", zap.Error(err))
 	}
@@ -218,7 +238,13 @@ func (s *Server) close() {
 func (s *Server) ready(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return readiness(ctx, s.drivers)
+	reasons := readiness(ctx, s.drivers)
+	for _, e := range s.extras {
+		if err := e.Check(ctx); err != nil {
+			reasons = append(reasons, err.Error())
+		}
+	}
+	return reasons
 }
 
 // info adds each backend's INFO lines.
@@ -228,6 +254,9 @@ func (s *Server) info(ctx context.Context) [][2]string {
 		if is, ok := d.(backends.InfoSection); ok {
 			lines = append(lines, is.Info(ctx)...)
 		}
+	}
+	for _, e := range s.extras {
+		lines = append(lines, e.Info(ctx)...)
 	}
 	return lines
 }

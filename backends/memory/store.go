@@ -158,7 +158,8 @@ func (s *Store) GetEx(ctx context.Context, k string, ttl backends.TTL) ([]byte, 
 	n := now()
 	var val []byte
 	var found bool
-	s.c.ComputeIfPresent(s.k(k), func(old item) (item, otter.ComputeOp) {
+	// owned: a write stores the key it was called with, not the entry's.
+	s.c.ComputeIfPresent(s.owned(k), func(old item) (item, otter.ComputeOp) {
 		if !old.live(n) {
 			return old, otter.InvalidateOp
 		}
@@ -206,7 +207,8 @@ const (
 func (s *Store) Expire(_ context.Context, k string, ttl backends.TTL, cond backends.ExpireCond) (bool, error) {
 	n := now()
 	changed := false
-	s.c.ComputeIfPresent(s.k(k), func(old item) (item, otter.ComputeOp) {
+	// owned: a write stores the key it was called with, not the entry's.
+	s.c.ComputeIfPresent(s.owned(k), func(old item) (item, otter.ComputeOp) {
 		if !old.live(n) {
 			return old, otter.InvalidateOp
 		}

@@ -38,7 +38,7 @@ func (b *base) init(d *Driver, pool *pgxpool.Pool, route string, t tableName, se
 	b.setup.timeout = time.Duration(d.opts.CommandTimeout)
 }
 
-func (b *base) base() *base { return b }
+func (b *base) core() *base { return b }
 
 // do runs one operation: it sets the table up if that has not succeeded
 // yet, bounds the operation by the command timeout, runs f (again, up to

@@ -54,7 +54,7 @@ type Driver struct {
 // opened is a route's store as the driver sees it.
 type opened interface {
 	backends.Backend
-	base() *base
+	core() *base
 }
 
 // New builds a driver from its options. It does not connect: pgxpool opens
@@ -168,7 +168,7 @@ func (d *Driver) Open(ctx context.Context, spec backends.RouteSpec) (backends.Ba
 	if err != nil {
 		return nil, err
 	}
-	if err := s.base().setup.ensure(ctx); err != nil {
+	if err := s.core().setup.ensure(ctx); err != nil {
 		if !errors.Is(err, backends.ErrUnavailable) {
 			s.Close()
 			return nil, err
@@ -217,7 +217,7 @@ func (d *Driver) Check(ctx context.Context) error {
 		}
 	}
 	for _, s := range d.openStores() {
-		if err := s.base().setup.ensure(ctx); err != nil {
+		if err := s.core().setup.ensure(ctx); err != nil {
 			return err
 		}
 	}

@@ -71,6 +71,22 @@ var keyTypes = map[string]keyType{
 	},
 }
 
+// array turns parameters made by param into one array parameter.
+func (k keyType) array(params []any) any {
+	if k.name == KeyBigint {
+		out := make([]int64, len(params))
+		for i, p := range params {
+			out[i] = p.(int64)
+		}
+		return out
+	}
+	out := make([]string, len(params))
+	for i, p := range params {
+		out[i] = p.(string)
+	}
+	return out
+}
+
 func lookupKeyType(name string) (keyType, bool) {
 	if name == "" {
 		name = KeyText

@@ -16,11 +16,11 @@ import "strings"
 // with $ttl set for a relative TTL, $at for an absolute one, neither for
 // none.
 type kvSQL struct {
-	get, mget                     string
-	set, setNX, setXX, setGet     string
-	mset, del, exists             string
-	getDel, getEx, incr           string
-	expire, persist, ttl, sweep   string
+	get, mget                    string
+	set, setNX, setXX, setGet    string
+	mset, del, exists            string
+	getDel, getEx, incr, incrWhy string
+	expire, persist, ttl, sweep  string
 }
 
 // kvStatements fills the statement templates: {t} is the quoted table and
@@ -40,6 +40,7 @@ func kvStatements(table string, k keyType) kvSQL {
 		getDel:  r.Replace(getDelSQL),
 		getEx:   r.Replace(getExSQL),
 		incr:    r.Replace(incrSQL),
+		incrWhy: r.Replace(incrWhySQL),
 		expire:  r.Replace(expireSQL),
 		persist: r.Replace(persistSQL),
 		ttl:     r.Replace(ttlSQL),
@@ -164,48 +165,44 @@ RETURNING value`
 // $1 key, $2 delta. INCRBY with Redis's rules: the value must be a decimal
 // integer as backends.ParseInt reads it (no sign but minus, no leading
 // zeros, at most 20 bytes, within int64), the sum must stay within int64,
-// and an absent or expired key counts as 0 with no expiry. On an error
-// nothing is written and status says which error.
+// and an absent or expired key counts as 0 with no expiry; a live key
+// keeps its deadline.
 //
-// Like setGetSQL it locks the row first, so the status comes from the very
-// version the increment was refused on, and concurrent increments queue on
-// the row lock and lose nothing. A row inserted after the snapshot makes
-// both result and status NULL: the caller runs it again.
+// One upsert, like the counter of seeds/002: concurrent increments queue on
+// the row lock, and each adds to the value the previous one committed, so
+// none is lost. When the value is not an integer or the sum would overflow,
+// the WHERE refuses the update and no row comes back; nothing was written,
+// and incrWhySQL tells the caller which error to report.
 const incrSQL = `
-WITH cur AS (
-    SELECT expires_at, expires_at > now() AS live,
-           CASE WHEN octet_length(value) BETWEEN 1 AND 20
-                 AND encode(value, 'escape') ~ '^(0|-?[1-9][0-9]*)$'
-                THEN encode(value, 'escape')::numeric END AS n
-    FROM {t}
-    WHERE key = $1::{k}
-    FOR UPDATE
-), calc AS (
-    SELECT live, expires_at,
-           n BETWEEN -9223372036854775808 AND 9223372036854775807 AS is_int,
-           CASE WHEN live THEN n + $2::int8 ELSE $2::int8 END AS nv
-    FROM cur
-), ins AS (
-    INSERT INTO {t} (key, value, expires_at)
-    SELECT $1::{k}, convert_to($2::int8::text, 'UTF8'), 'infinity'
-    WHERE NOT EXISTS (SELECT FROM cur)
-    ON CONFLICT (key) DO NOTHING
-    RETURNING $2::int8 AS nv
-), upd AS (
-    UPDATE {t} AS t
-    SET value      = convert_to(c.nv::text, 'UTF8'),
-        expires_at = CASE WHEN c.live THEN c.expires_at ELSE 'infinity' END
-    FROM calc AS c
-    WHERE t.key = $1::{k}
-      AND (NOT c.live OR c.is_int)
-      AND c.nv BETWEEN -9223372036854775808 AND 9223372036854775807
-    RETURNING c.nv::int8 AS nv
-)
-SELECT coalesce((SELECT nv FROM upd), (SELECT nv FROM ins)),
-       (SELECT CASE WHEN NOT live THEN NULL
-                    WHEN is_int THEN 'overflow'
-                    ELSE 'notint' END
-        FROM calc)`
+INSERT INTO {t} AS t (key, value, expires_at)
+VALUES ($1::{k}, convert_to($2::int8::text, 'UTF8'), 'infinity')
+ON CONFLICT (key) DO UPDATE
+SET value      = CASE WHEN t.expires_at <= now() THEN EXCLUDED.value
+                      ELSE convert_to((encode(t.value, 'escape')::numeric + $2::int8)::text, 'UTF8') END,
+    expires_at = CASE WHEN t.expires_at <= now() THEN 'infinity' ELSE t.expires_at END
+WHERE t.expires_at <= now()
+   OR CASE WHEN octet_length(t.value) BETWEEN 1 AND 20
+            AND encode(t.value, 'escape') ~ '^(0|-?[1-9][0-9]*)$'
+           THEN encode(t.value, 'escape')::numeric BETWEEN -9223372036854775808 AND 9223372036854775807
+            AND encode(t.value, 'escape')::numeric + $2::int8 BETWEEN -9223372036854775808 AND 9223372036854775807
+      END
+RETURNING convert_from(value, 'UTF8')::int8`
+
+// $1 key, $2 delta. Why incrSQL refused: 'notint', 'overflow', or 'ok'
+// (or no row) when the value changed since, and the increment may be run
+// again. Reporting the error the value has now is as atomic as the refusal:
+// the refused statement changed nothing, so the INCRBY takes effect here.
+const incrWhySQL = `
+SELECT CASE WHEN octet_length(value) BETWEEN 1 AND 20
+             AND encode(value, 'escape') ~ '^(0|-?[1-9][0-9]*)$'
+            THEN CASE WHEN encode(value, 'escape')::numeric NOT BETWEEN -9223372036854775808 AND 9223372036854775807
+                      THEN 'notint'
+                      WHEN encode(value, 'escape')::numeric + $2::int8 NOT BETWEEN -9223372036854775808 AND 9223372036854775807
+                      THEN 'overflow'
+                      ELSE 'ok' END
+            ELSE 'notint' END
+FROM {t}
+WHERE key = $1::{k} AND expires_at > now()`
 
 // $1 key, $2 ttl, $3 at, $4 condition (0 always, 1 NX, 2 XX, 3 GT, 4 LT).
 // EXPIRE on a live row. No expiry is 'infinity', which makes GT and LT

@@ -51,9 +51,12 @@ func (t tableName) lockKey(purpose string) int64 {
 
 // column is one column of a table, from the catalog.
 type column struct {
-	name      string
-	typ       string // format_type: "text", "bigint", "character varying(20)", …
-	baseType  string // the type without its modifier, for casts: "character varying"
+	name string
+	typ  string // format_type: "text", "bigint", "character varying(20)", …
+	// baseType is the type without its modifier, for casting key values:
+	// a cast to varchar(3) or numeric(10,2) would truncate or round a key
+	// into matching a row it does not name. "character varying", "bpchar".
+	baseType  string
 	collation string // "" when the type has none or uses the default
 	notNull   bool
 	pkPos     int  // position in the primary key, 1-based; 0 when not in it
@@ -75,9 +78,12 @@ type relation struct {
 // session's search_path when it is not qualified.
 const describeSQL = `
 SELECT n.nspname, c.relname, c.relkind::text, c.relpersistence::text,
-       a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, NULL),
+       a.attname, format_type(a.atttypid, a.atttypmod),
+       CASE a.atttypid WHEN 'bpchar'::regtype THEN 'bpchar'   -- "character" alone is char(1)
+                       WHEN 'bit'::regtype THEN 'varbit'      -- "bit" alone is bit(1)
+                       ELSE format_type(a.atttypid, NULL) END,
        coalesce(co.collname, ''), a.attnotnull,
-       coalesce(array_position(i.indkey::int2[], a.attnum), 0),
+       coalesce((SELECT k.pos FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, pos) WHERE k.attnum = a.attnum), 0)::int,
        a.attgenerated <> '', a.attidentity::text
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace

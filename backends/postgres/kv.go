@@ -1,0 +1,412 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// maxSetRetries bounds the reruns of a read-modify-write that met a
+// concurrent change: a row inserted after its snapshot (setGetSQL), a value
+// fixed between a refused increment and its explanation (incrWhySQL). Each
+// rerun sees the change, so a second attempt nearly always settles it.
+const maxSetRetries = 10
+
+// errContention is the failure after maxSetRetries reruns.
+var errContention = errors.New("key kept changing under the statement; try again")
+
+// KV is a route's kv table.
+type KV struct {
+	base
+	key        keyType
+	durability string
+	sql        kvSQL
+	sweeper    *sweeper // nil when sweep_interval is negative
+	sweepStats sweepStats
+}
+
+// openKV checks a kv route's options and builds its store; its table is
+// set up by the caller (Open) or on first use.
+func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
+	t, err := parseTableName(spec.Table)
+	if err != nil {
+		return nil, &backends.SpecError{Field: "table", Value: spec.Table, Reason: err.Error()}
+	}
+	durability := spec.Durability
+	switch durability {
+	case "":
+		durability = DurabilityStandard
+	case DurabilityStandard, DurabilityAsync, DurabilityUnlogged:
+	default:
+		return nil, &backends.SpecError{Field: "durability", Value: spec.Durability,
+			Reason: "must be unlogged, async or standard"}
+	}
+	k, ok := lookupKeyType(spec.KeyType)
+	if !ok {
+		return nil, &backends.SpecError{Field: "key_type", Value: spec.KeyType, Reason: "must be text, uuid or bigint"}
+	}
+	if err := checkAttach(spec.Attach); err != nil {
+		return nil, err
+	}
+	pool, err := d.poolFor(durability)
+	if err != nil {
+		return nil, err
+	}
+	s := &KV{key: k, durability: durability, sql: kvStatements(t.ident(), k)}
+	s.init(d, pool, spec.Name, t, func(ctx context.Context) error {
+		return ensureKVTable(ctx, pool, t, k, durability)
+	})
+	if iv := time.Duration(d.opts.SweepInterval); iv > 0 {
+		s.sweeper = startSweeper(s, iv)
+	}
+	return s, nil
+}
+
+// checkAttach accepts the attach option; the coherence layer installs the
+// triggers, not the backend.
+func checkAttach(v string) error {
+	if v != "" && v != "auto" {
+		return &backends.SpecError{Field: "attach", Value: v, Reason: `must be "" or "auto"`}
+	}
+	return nil
+}
+
+// Durability is the route's durability: unlogged, async or standard.
+func (s *KV) Durability() string { return s.durability }
+
+// expiry turns a TTL into the $ttl and $at parameters of a deadline (see
+// kvSQL) and whether it is KEEPTTL.
+func expiry(t backends.TTL) (ttl, at any, keep bool) {
+	switch t.Mode {
+	case backends.TTLRelative:
+		return t.D, nil, false
+	case backends.TTLAt:
+		return nil, t.At, false
+	case backends.TTLKeep:
+		return nil, nil, true
+	}
+	return nil, nil, false
+}
+
+// value makes a value a bytea parameter: pgx sends a nil slice as NULL.
+func value(v []byte) []byte {
+	if v == nil {
+		return []byte{}
+	}
+	return v
+}
+
+// Get returns the value of a live key.
+func (s *KV) Get(ctx context.Context, key string) (val []byte, ok bool, err error) {
+	k, err := s.key.param(key)
+	if err != nil {
+		return nil, false, err
+	}
+	err = s.do(ctx, "get", func(ctx context.Context) error {
+		val, ok = nil, false
+		err := s.pool.QueryRow(ctx, s.sql.get, k).Scan(&val)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		ok = err == nil
+		return err
+	})
+	return val, ok, err
+}
+
+// MGet appends the value of each key, or nil, to dst: one query for all.
+func (s *KV) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
+	if len(keys) == 0 {
+		return dst, nil
+	}
+	ks, err := s.key.params(keys)
+	if err != nil {
+		return dst, err
+	}
+	found := make(map[string][]byte, len(keys))
+	err = s.do(ctx, "mget", func(ctx context.Context) error {
+		clear(found)
+		rows, err := s.pool.Query(ctx, s.sql.mget, ks)
+		if err != nil {
+			return err
+		}
+		var k string
+		var v []byte
+		_, err = pgx.ForEachRow(rows, []any{&k, &v}, func() error {
+			found[k] = v
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return dst, err
+	}
+	for _, k := range keys {
+		dst = append(dst, found[k]) // nil when absent
+	}
+	return dst, nil
+}
+
+// Set stores val as opts says. The common cases are one plain statement
+// each; SET … GET takes setGetSQL.
+func (s *KV) Set(ctx context.Context, key string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
+	k, err := s.key.param(key)
+	if err != nil {
+		return backends.SetResult{}, err
+	}
+	val = value(val)
+	ttl, at, keep := expiry(opts.TTL)
+	var res backends.SetResult
+	err = s.do(ctx, "set", func(ctx context.Context) error {
+		res = backends.SetResult{}
+		switch {
+		case opts.Get:
+			return s.setGet(ctx, k, val, ttl, at, keep, opts.Cond, &res)
+		case opts.Cond == backends.SetIfAbsent:
+			return storedRow(s.pool.QueryRow(ctx, s.sql.setNX, k, val, ttl, at), &res.Stored)
+		case opts.Cond == backends.SetIfPresent:
+			return storedRow(s.pool.QueryRow(ctx, s.sql.setXX, k, val, ttl, at, keep), &res.Stored)
+		}
+		_, err := s.pool.Exec(ctx, s.sql.set, k, val, ttl, at, keep)
+		res.Stored = err == nil
+		return err
+	})
+	return res, err
+}
+
+// storedRow reads the RETURNING true of a conditional write: no row means
+// the condition refused it.
+func storedRow(row pgx.Row, stored *bool) error {
+	err := row.Scan(stored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		*stored = false
+		return nil
+	}
+	return err
+}
+
+func (s *KV) setGet(ctx context.Context, k any, val []byte, ttl, at any, keep bool, cond backends.SetCond, res *backends.SetResult) error {
+	for range maxSetRetries {
+		var hadRow bool
+		*res = backends.SetResult{}
+		err := s.pool.QueryRow(ctx, s.sql.setGet, k, val, ttl, at, keep, int32(cond)).
+			Scan(&res.Old, &res.OldFound, &res.Stored, &hadRow)
+		if err != nil {
+			return err
+		}
+		if res.Stored || hadRow || cond == backends.SetIfPresent {
+			return nil
+		}
+	}
+	return errContention
+}
+
+// MSet stores every pair with no expiry, in one statement: all or none.
+// Of a key named twice the last value wins, as in Redis.
+func (s *KV) MSet(ctx context.Context, pairs []backends.KV) error {
+	if len(pairs) == 0 {
+		return nil
+	}
+	last := make(map[string]int, len(pairs))
+	for i, p := range pairs {
+		last[p.Key] = i
+	}
+	type kv struct {
+		k any
+		v []byte
+	}
+	rows := make([]kv, 0, len(last))
+	for i, p := range pairs {
+		if last[p.Key] != i {
+			continue
+		}
+		k, err := s.key.param(p.Key)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, kv{k, value(p.Val)})
+	}
+	slices.SortFunc(rows, func(a, b kv) int { return s.key.compare(a.k, b.k) })
+	ks, vs := make([]any, len(rows)), make([][]byte, len(rows))
+	for i, r := range rows {
+		ks[i], vs[i] = r.k, r.v
+	}
+	keys := s.key.array(ks)
+	return s.do(ctx, "mset", func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, s.sql.mset, keys, vs)
+		return err
+	})
+}
+
+// Del removes the keys and counts the live ones.
+func (s *KV) Del(ctx context.Context, keys []string) (int64, error) {
+	return s.count(ctx, "del", s.sql.del, keys)
+}
+
+// Exists counts the live keys; a key named twice counts twice.
+func (s *KV) Exists(ctx context.Context, keys []string) (int64, error) {
+	return s.count(ctx, "exists", s.sql.exists, keys)
+}
+
+func (s *KV) count(ctx context.Context, op, sql string, keys []string) (int64, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	ks, err := s.key.params(keys)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = s.do(ctx, op, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, sql, ks).Scan(&n)
+	})
+	return n, err
+}
+
+// GetDel returns a live key's value and removes it.
+func (s *KV) GetDel(ctx context.Context, key string) (val []byte, ok bool, err error) {
+	k, err := s.key.param(key)
+	if err != nil {
+		return nil, false, err
+	}
+	err = s.do(ctx, "getdel", func(ctx context.Context) error {
+		val, ok = nil, false
+		var live bool
+		err := s.pool.QueryRow(ctx, s.sql.getDel, k).Scan(&val, &live)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ok = live; !ok {
+			val = nil
+		}
+		return nil
+	})
+	return val, ok, err
+}
+
+// GetEx returns a live key's value and changes its expiry as ttl says.
+func (s *KV) GetEx(ctx context.Context, key string, t backends.TTL) (val []byte, ok bool, err error) {
+	if t.Mode == backends.TTLKeep {
+		return s.Get(ctx, key)
+	}
+	k, err := s.key.param(key)
+	if err != nil {
+		return nil, false, err
+	}
+	ttl, at, _ := expiry(t)
+	err = s.do(ctx, "getex", func(ctx context.Context) error {
+		val, ok = nil, false
+		err := s.pool.QueryRow(ctx, s.sql.getEx, k, ttl, at).Scan(&val)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		ok = err == nil
+		return err
+	})
+	return val, ok, err
+}
+
+// IncrBy adds delta to the integer at key, in one statement (incrSQL); a
+// refusal costs a second one that says why (incrWhySQL).
+func (s *KV) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
+	k, err := s.key.param(key)
+	if err != nil {
+		return 0, err
+	}
+	var result int64
+	err = s.do(ctx, "incrby", func(ctx context.Context) error {
+		for range maxSetRetries {
+			err := s.pool.QueryRow(ctx, s.sql.incr, k, delta).Scan(&result)
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			var why string
+			err = s.pool.QueryRow(ctx, s.sql.incrWhy, k, delta).Scan(&why)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows): // deleted or expired since: again
+			case err != nil:
+				return err
+			case why == "notint":
+				return backends.ErrNotInteger
+			case why == "overflow":
+				return backends.ErrOverflow
+			}
+		}
+		return errContention
+	})
+	return result, err
+}
+
+// Expire sets (or, for TTLNone, removes) a live key's deadline if cond
+// allows; a deadline not in the future deletes the key.
+func (s *KV) Expire(ctx context.Context, key string, t backends.TTL, cond backends.ExpireCond) (bool, error) {
+	k, err := s.key.param(key)
+	if err != nil {
+		return false, err
+	}
+	var changed bool
+	switch t.Mode {
+	case backends.TTLNone:
+		err = s.do(ctx, "persist", func(ctx context.Context) error {
+			return storedRow(s.pool.QueryRow(ctx, s.sql.persist, k), &changed)
+		})
+	case backends.TTLRelative, backends.TTLAt:
+		ttl, at, _ := expiry(t)
+		err = s.do(ctx, "expire", func(ctx context.Context) error {
+			return s.pool.QueryRow(ctx, s.sql.expire, k, ttl, at, int32(cond)).Scan(&changed)
+		})
+	default:
+		return false, fmt.Errorf("%s: expire: TTL mode %d is not an expiry: %w", s.where, t.Mode, backends.ErrUnsupported)
+	}
+	return changed, err
+}
+
+// TTL returns the remaining lifetime of key by the database's clock.
+func (s *KV) TTL(ctx context.Context, key string) (time.Duration, error) {
+	k, err := s.key.param(key)
+	if err != nil {
+		return 0, err
+	}
+	d := backends.TTLMissing
+	err = s.do(ctx, "ttl", func(ctx context.Context) error {
+		var us int64
+		err := s.pool.QueryRow(ctx, s.sql.ttl, k).Scan(&us)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			d = backends.TTLMissing
+			return nil
+		case err != nil:
+			return err
+		case us < 0:
+			d = backends.TTLPersistent
+		default:
+			d = time.Duration(us) * time.Microsecond
+		}
+		return nil
+	})
+	return d, err
+}
+
+// Close stops the route's sweeper. The table and the pool stay: the rows
+// are the data, and the pool is the driver's.
+func (s *KV) Close() error {
+	if s.sweeper != nil {
+		s.sweeper.stop()
+	}
+	s.d.forget(s)
+	return nil
+}
+
+var (
+	_ backends.Backend = (*KV)(nil)
+	_ opened           = (*KV)(nil)
+)

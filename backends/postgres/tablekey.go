@@ -1,0 +1,154 @@
+package postgres
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// CRUDPrefix is the RESP key prefix of a table route's rows, as
+// pg_local_cache spells it (seeds/001): CRUD:<db>.<schema>.<table>: followed
+// by the primary key. The router strips it; the backend sees the key.
+func CRUDPrefix(dbname, schema, table string) string {
+	return "CRUD:" + dbname + "." + schema + "." + table + ":"
+}
+
+// parseRowKey reads a table route's key into one text value per primary
+// key column, to be cast to the column's type by the statement. The key is
+//
+//   - a JSON array with one value per key column, in key order: [1,"a"];
+//   - for a one-column key, a JSON scalar (42, "abc", true) or, when the
+//     key is not JSON, the bare text (abc): what an HTTP ?id= carries.
+//
+// JSON strings, numbers and booleans are taken as their text; null,
+// objects and arrays inside the array are refused. Integer and text key
+// columns are checked here; other types are checked by PostgreSQL's cast,
+// whose refusal is reported as the same backends.ErrBadKey.
+func parseRowKey(key string, pk []column) ([]string, error) {
+	var vals []string
+	switch {
+	case strings.HasPrefix(key, "["):
+		var elems []json.RawMessage
+		if err := json.Unmarshal([]byte(key), &elems); err != nil {
+			return nil, badRowKey(key, pk, "not a JSON array")
+		}
+		if len(elems) != len(pk) {
+			return nil, badRowKey(key, pk, fmt.Sprintf("%d values for a key of %d columns", len(elems), len(pk)))
+		}
+		vals = make([]string, len(elems))
+		for i, e := range elems {
+			v, ok := jsonScalar(e)
+			if !ok {
+				return nil, badRowKey(key, pk, fmt.Sprintf("value %d (%s) is not a string, number or boolean", i+1, e))
+			}
+			vals[i] = v
+		}
+	case len(pk) == 1:
+		v, ok := jsonScalar([]byte(key))
+		if !ok {
+			if key == "null" {
+				return nil, badRowKey(key, pk, "a key cannot be null")
+			}
+			v = key // not JSON: the bare value
+		}
+		vals = []string{v}
+	default:
+		return nil, badRowKey(key, pk, "a key of several columns is a JSON array")
+	}
+	for i, c := range pk {
+		if err := checkKeyValue(vals[i], c); err != nil {
+			return nil, badRowKey(key, pk, err.Error())
+		}
+	}
+	return vals, nil
+}
+
+// jsonScalar returns the text of a JSON string, number or boolean.
+func jsonScalar(b []byte) (string, bool) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return "", false
+	}
+	switch c := b[0]; {
+	case c == '"':
+		var s string
+		if json.Unmarshal(b, &s) != nil {
+			return "", false
+		}
+		return s, true
+	case c == 't' || c == 'f':
+		var v bool
+		if json.Unmarshal(b, &v) != nil {
+			return "", false
+		}
+		return strconv.FormatBool(v), true
+	case c == '-' || (c >= '0' && c <= '9'):
+		var n json.Number
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		if d.Decode(&n) != nil || d.More() {
+			return "", false
+		}
+		return n.String(), true
+	}
+	return "", false
+}
+
+// checkKeyValue checks a key value against its column where Go can do it
+// without a round trip.
+func checkKeyValue(v string, c column) error {
+	bits := 0
+	switch c.baseType {
+	case "smallint":
+		bits = 16
+	case "integer":
+		bits = 32
+	case "bigint":
+		bits = 64
+	case "text", "character varying", "bpchar":
+		if err := checkText(v); err != nil {
+			return fmt.Errorf("column %s: cannot contain a NUL byte or bytes that are not UTF-8", c.name)
+		}
+		return nil
+	default:
+		return nil
+	}
+	if _, err := strconv.ParseInt(v, 10, bits); err != nil {
+		return fmt.Errorf("column %s is %s and %q is not one", c.name, c.typ, v)
+	}
+	return nil
+}
+
+func badRowKey(key string, pk []column, reason string) error {
+	cols := make([]string, len(pk))
+	for i, c := range pk {
+		cols[i] = c.name + " " + c.typ
+	}
+	return fmt.Errorf("%w: %q for primary key (%s): %s", backends.ErrBadKey, key, strings.Join(cols, ", "), reason)
+}
+
+// rowValue checks that a table route's value is a JSON object of the
+// table's columns and returns it with the primary key columns set from the
+// key: the key names the row, whatever the object says.
+func rowValue(val []byte, rel *relation, keyVals []string) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	d := json.NewDecoder(bytes.NewReader(val))
+	d.UseNumber()
+	if err := d.Decode(&obj); err != nil || obj == nil || d.More() {
+		return nil, fmt.Errorf("%w: not a JSON object of the columns of %s", backends.ErrBadValue, rel.qualified())
+	}
+	for name := range obj {
+		if rel.column(name) < 0 {
+			return nil, fmt.Errorf("%w: %s has no column %q", backends.ErrBadValue, rel.qualified(), name)
+		}
+	}
+	for i, ci := range rel.pk {
+		s, _ := json.Marshal(keyVals[i]) // json_populate_record reads a JSON string as the column's text input
+		obj[rel.columns[ci].name] = s
+	}
+	return json.Marshal(obj)
+}

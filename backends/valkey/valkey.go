@@ -1,0 +1,41 @@
+// Package valkey is the backend that stores routes' keys in Valkey or Redis 7,
+// standalone or cluster, through valkey-go. Every Backend call is one of the
+// server's own commands (GET, SET with its options, MGET, INCRBY, PEXPIRE
+// with NX/XX/GT/LT, …) in one round trip, bounded by command_timeout.
+//
+// Optionally, reads are served from a client-side cache kept coherent by the
+// server (client_cache; see clientcache.go): this backend's L1.
+//
+// The driver never blocks pgcache's start on the network: it connects in the
+// background, and until it has, and whenever the server is down later,
+// calls fail fast with backends.ErrUnavailable. valkey-go reconnects by
+// itself once connected.
+package valkey
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/decode"
+)
+
+// TypeName is the `type:` of this backend in the config.
+const TypeName = "valkey"
+
+func init() { backends.Register(TypeName, New) }
+
+// New builds a valkey driver from its options: decoded strictly, defaults
+// filled in, validated. It starts connecting and returns at once.
+func New(_ context.Context, name string, options map[string]any, log *zap.Logger) (backends.Driver, error) {
+	var o Options
+	if err := decode.Strict(options, &o); err != nil {
+		return nil, err
+	}
+	o.setDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return NewDriver(name, o, log)
+}

@@ -1,0 +1,94 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// The GET and SET paths, end to end over loopback (client included, which
+// allocates nothing either), and in process through parser, dispatch,
+// route, memory backend and reply writer.
+
+func BenchmarkLoopback(b *testing.B) {
+	ts := startServer(b, Config{})
+	val := strings.Repeat("v", 64)
+	for _, tc := range []struct {
+		name  string
+		req   string
+		reply string
+	}{
+		{"GET", encode("GET", "bench:key"), "$64\r\n" + val + "\r\n"},
+		{"SET", encode("SET", "bench:key", val), "+OK\r\n"},
+	} {
+		for _, pipeline := range []int{1, 16} {
+			b.Run(tc.name+"/P"+strconv.Itoa(pipeline), func(b *testing.B) {
+				c := dial(b, ts.addr)
+				c.do("SET", "bench:key", val)
+				req := []byte(strings.Repeat(tc.req, pipeline))
+				reply := make([]byte, len(tc.reply)*pipeline)
+				c.nc.SetDeadline(time.Now().Add(5 * time.Minute))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i += pipeline {
+					if _, err := c.nc.Write(req); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.ReadFull(c.nc, reply); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if string(reply[:len(tc.reply)]) != tc.reply {
+					b.Fatalf("reply %q, want %q", reply[:len(tc.reply)], tc.reply)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkDispatch runs batches straight out of the read buffer.
+func BenchmarkDispatch(b *testing.B) {
+	ts := startServer(b, Config{})
+	val := strings.Repeat("v", 64)
+	for _, tc := range []struct{ name, req, reply string }{
+		{"GET", encode("GET", "bench:key"), "$64\r\n" + val + "\r\n"},
+		{"SET", encode("SET", "bench:key", val), "+OK\r\n"},
+		{"MGET", encode("MGET", "bench:key", "pg:bench:key"), "*2\r\n$64\r\n" + val + "\r\n$-1\r\n"},
+		{"inline-GET", "GET bench:key\r\n", "$64\r\n" + val + "\r\n"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			nc, peer := net.Pipe()
+			defer nc.Close()
+			defer peer.Close()
+			c := newConn(ts.Server, nc, 1)
+			c.init()
+			req := []byte(tc.req)
+			run := func() {
+				c.rd.r, c.rd.w = 0, copy(c.rd.buf, req)
+				c.batch()
+			}
+			ts.backend("memory").Set(b.Context(), "bench:key", []byte(val), backends.SetOptions{})
+			run()
+			if got := string(c.out); got != tc.reply {
+				b.Fatalf("reply %q, want %q", got, tc.reply)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				c.out = c.out[:0]
+				run()
+			}
+			b.StopTimer()
+			if !bytes.Equal(c.out, []byte(tc.reply)) {
+				b.Fatalf("reply %q", c.out)
+			}
+		})
+	}
+}

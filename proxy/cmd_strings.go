@@ -1,0 +1,221 @@
+package proxy
+
+import (
+	"math"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/route"
+)
+
+// String commands. Each follows Redis 7's order of checks (syntax, then
+// arguments, then the key), so a request that is wrong in two ways gets the
+// error Redis would give.
+
+// GET key
+func cmdGet(c *conn, args [][]byte) {
+	r, k := c.key(args[1])
+	if r == nil {
+		return
+	}
+	v, ok, err := r.Backend.Get(c.s.ctx, k)
+	c.writeValue(r, v, ok, err)
+}
+
+// writeValue answers a read of one value.
+func (c *conn) writeValue(r *route.Route, v []byte, ok bool, err error) {
+	switch {
+	case err != nil:
+		c.backendErr(r, err)
+	case !ok:
+		c.writeNull()
+	default:
+		c.writeBulk(v)
+	}
+}
+
+// SET key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]
+func cmdSet(c *conn, args [][]byte) {
+	o, ok := parseStrOpts(args[3:], true)
+	if !ok {
+		c.writeError(errSyntax)
+		return
+	}
+	opts := backends.SetOptions{Get: o.get}
+	switch {
+	case o.nx:
+		opts.Cond = backends.SetIfAbsent
+	case o.xx:
+		opts.Cond = backends.SetIfPresent
+	}
+	if o.keepTTL {
+		opts.TTL.Mode = backends.TTLKeep
+	}
+	if o.unit != noExpire {
+		ttl, bad := o.ttl("set")
+		if bad != "" {
+			c.writeError(bad)
+			return
+		}
+		opts.TTL = ttl
+	}
+	c.set(args[1], args[2], opts, false)
+}
+
+// set stores a value and answers as SET does, or SETNX (1 or 0) when asInt.
+func (c *conn) set(key, val []byte, opts backends.SetOptions, asInt bool) {
+	r, k := c.key(key)
+	if r == nil {
+		return
+	}
+	res, err := r.Backend.Set(c.s.ctx, k, val, opts)
+	switch {
+	case err != nil:
+		c.backendErr(r, err)
+	case asInt && res.Stored:
+		c.writeInt(1)
+	case asInt:
+		c.writeInt(0)
+	case opts.Get:
+		c.writeValue(r, res.Old, res.OldFound, nil)
+	case !res.Stored:
+		c.writeNull()
+	default:
+		c.writeOK()
+	}
+}
+
+// SETEX key seconds value
+func cmdSetEx(c *conn, args [][]byte) { setEx(c, args, unitEX, "setex") }
+
+// PSETEX key milliseconds value
+func cmdPSetEx(c *conn, args [][]byte) { setEx(c, args, unitPX, "psetex") }
+
+func setEx(c *conn, args [][]byte, u expireUnit, name string) {
+	ttl, bad := expiryTTL(args[2], u, name)
+	if bad != "" {
+		c.writeError(bad)
+		return
+	}
+	c.set(args[1], args[3], backends.SetOptions{TTL: ttl}, false)
+}
+
+// SETNX key value
+func cmdSetNX(c *conn, args [][]byte) {
+	c.set(args[1], args[2], backends.SetOptions{Cond: backends.SetIfAbsent}, true)
+}
+
+// GETDEL key
+func cmdGetDel(c *conn, args [][]byte) {
+	r, k := c.key(args[1])
+	if r == nil {
+		return
+	}
+	v, ok, err := r.Backend.GetDel(c.s.ctx, k)
+	c.writeValue(r, v, ok, err)
+}
+
+// GETEX key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]
+func cmdGetEx(c *conn, args [][]byte) {
+	o, ok := parseStrOpts(args[2:], false)
+	if !ok {
+		c.writeError(errSyntax)
+		return
+	}
+	ttl := backends.TTL{Mode: backends.TTLKeep}
+	if o.persist {
+		ttl.Mode = backends.TTLNone
+	}
+	var bad string
+	if o.unit != noExpire {
+		ttl, bad = o.ttl("getex")
+	}
+	r, k := c.key(args[1])
+	if r == nil {
+		return
+	}
+	if bad != "" {
+		// Redis answers nil for a missing key before it looks at the expiry.
+		n, err := r.Backend.Exists(c.s.ctx, c.oneKey(k))
+		switch {
+		case err != nil:
+			c.backendErr(r, err)
+		case n == 0:
+			c.writeNull()
+		default:
+			c.writeError(bad)
+		}
+		return
+	}
+	v, found, err := r.Backend.GetEx(c.s.ctx, k, ttl)
+	c.writeValue(r, v, found, err)
+}
+
+// MGET key [key ...]
+func cmdMGet(c *conn, args [][]byte) {
+	vals, ok := c.mget(args[1:])
+	if !ok {
+		return
+	}
+	c.writeArray(len(vals))
+	for _, v := range vals {
+		if v == nil {
+			c.writeNull()
+		} else {
+			c.writeBulk(v)
+		}
+	}
+	c.clearScratch()
+}
+
+// MSET key value [key value ...]
+func cmdMSet(c *conn, args [][]byte) {
+	if len(args)%2 == 0 {
+		c.writeError(errArity("mset"))
+		return
+	}
+	if c.mset(args[1:]) {
+		c.writeOK()
+	}
+}
+
+// INCR key
+func cmdIncr(c *conn, args [][]byte) { c.incr(args[1], 1) }
+
+// DECR key
+func cmdDecr(c *conn, args [][]byte) { c.incr(args[1], -1) }
+
+// INCRBY key increment
+func cmdIncrBy(c *conn, args [][]byte) {
+	n, ok := parseInt(args[2])
+	if !ok {
+		c.writeError(errNotInteger)
+		return
+	}
+	c.incr(args[1], n)
+}
+
+// DECRBY key decrement
+func cmdDecrBy(c *conn, args [][]byte) {
+	n, ok := parseInt(args[2])
+	switch {
+	case !ok:
+		c.writeError(errNotInteger)
+	case n == math.MinInt64:
+		c.writeError(errDecrOverflow) // -n does not exist
+	default:
+		c.incr(args[1], -n)
+	}
+}
+
+func (c *conn) incr(key []byte, delta int64) {
+	r, k := c.key(key)
+	if r == nil {
+		return
+	}
+	n, err := r.Backend.IncrBy(c.s.ctx, k, delta)
+	if err != nil {
+		c.backendErr(r, err)
+		return
+	}
+	c.writeInt(n)
+}

@@ -1,0 +1,162 @@
+package proxy
+
+// kind is what a command touches.
+type kind uint8
+
+const (
+	kindRead  kind = iota // reads keys
+	kindWrite             // writes keys
+	kindAdmin             // the connection or the server, no key
+)
+
+// keySpec says which arguments are keys, as COMMAND reports them: the
+// first, the last (negative: counted from the end), and the step.
+type keySpec struct{ first, last, step int }
+
+var (
+	noKeys   = keySpec{}
+	oneKey   = keySpec{1, 1, 1}
+	allKeys  = keySpec{1, -1, 1}
+	pairKeys = keySpec{1, -1, 2} // MSET key value [key value ...]
+)
+
+type handler func(c *conn, args [][]byte)
+
+// spec is one line of the command table.
+type spec struct {
+	name  string // lowercase
+	fn    handler
+	kind  kind
+	arity int // Redis's convention: n exactly, or at least -n; the name counts
+	keys  keySpec
+	subs  []spec // subcommands (CLIENT SETNAME), looked up by the second argument
+}
+
+// command is a spec ready to dispatch.
+type command struct {
+	name     string // as Redis reports it: "get", "client|setname"
+	fn       handler
+	kind     kind
+	arity    int
+	keys     keySpec
+	subs     map[string]*command // nil for a command without subcommands
+	subList  []*command          // subs in table order, for COMMAND
+	arityErr string              // the reply to a wrong number of arguments
+}
+
+// commands is the dispatch table: lowercase name -> command. Adding a
+// command is a handler in its family's file and a line here.
+var (
+	commands    map[string]*command
+	commandList []*command // in table order, for COMMAND
+)
+
+func init() {
+	commands, commandList = newTable("", []spec{
+		// cmd_strings.go
+		{name: "get", fn: cmdGet, kind: kindRead, arity: 2, keys: oneKey},
+		{name: "set", fn: cmdSet, kind: kindWrite, arity: -3, keys: oneKey},
+		{name: "setex", fn: cmdSetEx, kind: kindWrite, arity: 4, keys: oneKey},
+		{name: "psetex", fn: cmdPSetEx, kind: kindWrite, arity: 4, keys: oneKey},
+		{name: "setnx", fn: cmdSetNX, kind: kindWrite, arity: 3, keys: oneKey},
+		{name: "getdel", fn: cmdGetDel, kind: kindWrite, arity: 2, keys: oneKey},
+		{name: "getex", fn: cmdGetEx, kind: kindWrite, arity: -2, keys: oneKey},
+		{name: "mget", fn: cmdMGet, kind: kindRead, arity: -2, keys: allKeys},
+		{name: "mset", fn: cmdMSet, kind: kindWrite, arity: -3, keys: pairKeys},
+		{name: "incr", fn: cmdIncr, kind: kindWrite, arity: 2, keys: oneKey},
+		{name: "incrby", fn: cmdIncrBy, kind: kindWrite, arity: 3, keys: oneKey},
+		{name: "decr", fn: cmdDecr, kind: kindWrite, arity: 2, keys: oneKey},
+		{name: "decrby", fn: cmdDecrBy, kind: kindWrite, arity: 3, keys: oneKey},
+
+		// cmd_keys.go
+		{name: "del", fn: cmdDel, kind: kindWrite, arity: -2, keys: allKeys},
+		{name: "unlink", fn: cmdDel, kind: kindWrite, arity: -2, keys: allKeys},
+		{name: "exists", fn: cmdExists, kind: kindRead, arity: -2, keys: allKeys},
+		{name: "expire", fn: cmdExpire, kind: kindWrite, arity: -3, keys: oneKey},
+		{name: "pexpire", fn: cmdPExpire, kind: kindWrite, arity: -3, keys: oneKey},
+		{name: "ttl", fn: cmdTTL, kind: kindRead, arity: 2, keys: oneKey},
+		{name: "pttl", fn: cmdPTTL, kind: kindRead, arity: 2, keys: oneKey},
+		{name: "persist", fn: cmdPersist, kind: kindWrite, arity: 2, keys: oneKey},
+
+		// cmd_server.go
+		{name: "ping", fn: cmdPing, kind: kindAdmin, arity: -1},
+		{name: "echo", fn: cmdEcho, kind: kindAdmin, arity: 2},
+		{name: "hello", fn: cmdHello, kind: kindAdmin, arity: -1},
+		{name: "auth", fn: cmdAuth, kind: kindAdmin, arity: -2},
+		{name: "select", fn: cmdSelect, kind: kindAdmin, arity: 2},
+		{name: "quit", fn: cmdQuit, kind: kindAdmin, arity: -1},
+		{name: "dbsize", fn: cmdDBSize, kind: kindAdmin, arity: 1},
+		{name: "client", kind: kindAdmin, arity: -2, subs: []spec{
+			{name: "id", fn: cmdClientID, kind: kindAdmin, arity: 2},
+			{name: "setname", fn: cmdClientSetName, kind: kindAdmin, arity: 3},
+			{name: "getname", fn: cmdClientGetName, kind: kindAdmin, arity: 2},
+			{name: "setinfo", fn: cmdClientSetInfo, kind: kindAdmin, arity: 4},
+			{name: "tracking", fn: cmdClientTracking, kind: kindAdmin, arity: -3},
+		}},
+
+		// cmd_command.go
+		{name: "command", fn: cmdCommand, kind: kindAdmin, arity: -1, subs: []spec{
+			{name: "count", fn: cmdCommandCount, kind: kindAdmin, arity: 2},
+			{name: "info", fn: cmdCommandInfo, kind: kindAdmin, arity: -2},
+			{name: "docs", fn: cmdCommandDocs, kind: kindAdmin, arity: -2},
+			{name: "list", fn: cmdCommandList, kind: kindAdmin, arity: -2},
+		}},
+
+		// cmd_info.go
+		{name: "info", fn: cmdInfo, kind: kindAdmin, arity: -1},
+	})
+}
+
+// newTable builds a lookup table from specs; parent is the container's
+// name for subcommands. A duplicate name is a programmer's error.
+func newTable(parent string, specs []spec) (map[string]*command, []*command) {
+	m := make(map[string]*command, len(specs))
+	list := make([]*command, 0, len(specs))
+	for _, s := range specs {
+		list = append(list, register(m, parent, s))
+	}
+	return m, list
+}
+
+// register adds one command to m.
+func register(m map[string]*command, parent string, s spec) *command {
+	if _, dup := m[s.name]; dup || s.name == "" || len(s.name) > maxCommandName {
+		panic("proxy: bad or duplicate command name " + s.name)
+	}
+	cmd := &command{name: s.name, fn: s.fn, kind: s.kind, arity: s.arity, keys: s.keys}
+	if parent != "" {
+		cmd.name = parent + "|" + s.name
+	}
+	cmd.arityErr = errArity(cmd.name)
+	if s.subs != nil {
+		cmd.subs, cmd.subList = newTable(s.name, s.subs)
+	}
+	m[s.name] = cmd
+	return cmd
+}
+
+// maxCommandName bounds command names, so lookup can fold case on the stack.
+const maxCommandName = 32
+
+// lookup finds a command by name, ignoring case, without allocating.
+func lookup(m map[string]*command, name []byte) *command {
+	if len(name) > maxCommandName {
+		return nil
+	}
+	var lower [maxCommandName]byte
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	return m[string(lower[:len(name)])] // the compiler does not copy for a lookup
+}
+
+// arityOK checks the number of arguments, the command's name included.
+func (cmd *command) arityOK(n int) bool {
+	if cmd.arity >= 0 {
+		return n == cmd.arity
+	}
+	return n >= -cmd.arity
+}

@@ -1,0 +1,303 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/route"
+)
+
+// Sizes of a connection's output buffer.
+const (
+	outBufSize = 16 << 10 // what an idle connection holds
+	maxIdleOut = 1 << 20  // a buffer grown past this is dropped once flushed
+	// flushAt is how much reply may pile up in a batch before it is pushed
+	// to the socket; past it the output limit is checked.
+	flushAt = 64 << 10
+)
+
+var (
+	errOutputLimit = errors.New("output buffer limit reached")
+	errShutdown    = errors.New("server shutting down")
+)
+
+// conn is one client. Its goroutine runs serve: read what has arrived,
+// run every complete request in it (a pipelined batch) with the route
+// table acquired once, append the replies to out, and write them in one go.
+type conn struct {
+	s  *Server
+	nc net.Conn
+	id int64
+
+	rd     *reader
+	out    []byte
+	outOff int // out[:outOff] has been written
+
+	proto int    // 2, or 3 after HELLO 3
+	name  string // CLIENT SETNAME
+
+	t       *route.Table // during a batch
+	release func()
+	quit    bool  // close once the replies are written (QUIT, protocol error)
+	failed  error // close without writing more (output limit, write error)
+
+	scratch // reused by the multi-key commands
+	rawConn // writes that do not wait, see writeNow
+}
+
+func newConn(s *Server, nc net.Conn, id int64) *conn {
+	return &conn{s: s, nc: nc, id: id, proto: 2}
+}
+
+// init allocates the connection's buffers, on its own goroutine: a client
+// refused at MaxClients never costs them.
+func (c *conn) init() {
+	c.out = make([]byte, 0, outBufSize)
+	c.rd = newReader(limits{
+		maxBulk:   c.s.cfg.MaxBulkBytes,
+		maxInline: c.s.cfg.MaxInlineBytes,
+		maxMulti:  c.s.cfg.MaxMultibulkLen,
+		maxQuery:  c.s.cfg.MaxQueryBytes,
+	})
+	c.initRaw()
+}
+
+// serve runs the connection until the client leaves, breaks the protocol,
+// or the server shuts down. A panic in a handler ends this connection only.
+func (c *conn) serve() {
+	defer c.s.forget(c)
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.stats.Panics.Add(1)
+			c.s.log.Error("panic serving a client; closing its connection",
+				zap.Int64("client", c.id), zap.String("addr", c.nc.RemoteAddr().String()),
+				zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+		}
+	}()
+	c.init()
+	for {
+		if err := c.read(); err != nil {
+			c.logClose(err)
+			return
+		}
+		c.rd.maxBulk = c.s.maxBulk()
+		c.batch()
+		if c.failed != nil {
+			c.logClose(c.failed)
+			return
+		}
+		if err := c.flush(); err != nil {
+			c.logClose(err)
+			return
+		}
+		if c.quit || c.s.closing.Load() {
+			return
+		}
+		c.rd.shrink()
+	}
+}
+
+// read waits for more of the client's requests.
+func (c *conn) read() error {
+	if d := c.s.cfg.IdleTimeout; d > 0 {
+		if err := c.nc.SetReadDeadline(time.Now().Add(d)); err != nil {
+			return err
+		}
+	}
+	// Checked after setting the deadline: Shutdown sets closing and then
+	// moves every deadline to the past, so either this sees closing or the
+	// Read below sees Shutdown's deadline, never neither.
+	if c.s.closing.Load() {
+		return errShutdown
+	}
+	n, err := c.rd.fill(c.nc)
+	if n > 0 {
+		return nil // an error comes back on the next read, after these are served
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// batch runs every complete request in the read buffer.
+func (c *conn) batch() {
+	defer c.endBatch()
+	var n int64
+	for {
+		args, err := c.rd.next()
+		if err != nil {
+			c.protocolError(err)
+			break
+		}
+		if args == nil {
+			break
+		}
+		if c.t == nil {
+			c.t, c.release = c.s.router.Acquire()
+		}
+		n++
+		c.exec(args)
+		if c.pending() > flushAt {
+			c.room(0)
+		}
+		if c.quit || c.failed != nil {
+			break
+		}
+	}
+	c.s.stats.CommandsProcessed.Add(n)
+}
+
+func (c *conn) endBatch() {
+	if c.release != nil {
+		c.release()
+	}
+	c.t, c.release = nil, nil
+}
+
+// exec runs one request.
+func (c *conn) exec(args [][]byte) {
+	cmd := lookup(commands, args[0])
+	if cmd == nil {
+		c.writeError(errUnknownCommand(args))
+		return
+	}
+	if cmd.subs != nil && len(args) > 1 {
+		sub := lookup(cmd.subs, args[1])
+		if sub == nil {
+			c.writeError(errUnknownSubcommand(cmd.name, args[1]))
+			return
+		}
+		cmd = sub
+	}
+	if !cmd.arityOK(len(args)) {
+		c.writeError(cmd.arityErr)
+		return
+	}
+	cmd.fn(c, args)
+}
+
+// protocolError answers a malformed request as Redis does and has the
+// connection closed once the replies before it are written.
+func (c *conn) protocolError(err error) {
+	c.quit = true
+	var pe *protoError
+	if !errors.As(err, &pe) || pe == errQueryLimit {
+		c.s.stats.QueryLimitDisconnects.Add(1)
+		c.failed = err
+		return
+	}
+	c.s.stats.ProtocolErrors.Add(1)
+	c.writeError(pe.reply)
+	c.s.log.Debug("protocol error", zap.Int64("client", c.id), zap.String("error", pe.reply))
+}
+
+// pending is how many reply bytes the client has not been sent yet.
+func (c *conn) pending() int { return len(c.out) - c.outOff }
+
+// room is called before n more bytes of reply are appended mid-batch. It
+// pushes what the socket takes without waiting, and fails the connection
+// when the replies the client has not taken would pass the output limit: a
+// client that pipelines reads of large values and never reads the replies
+// costs at most OutputBufferLimit, then is disconnected (Redis's
+// client-output-buffer-limit, as a hard limit).
+func (c *conn) room(n int) bool {
+	if c.failed != nil {
+		return false
+	}
+	if c.pending()+n <= flushAt {
+		return true
+	}
+	c.drain()
+	if c.failed != nil {
+		return false
+	}
+	if int64(c.pending()+n) > c.s.cfg.OutputBufferLimit {
+		c.s.stats.OutputLimitDisconnects.Add(1)
+		c.failed = errOutputLimit
+		c.s.log.Warn("closing a client over the output buffer limit",
+			zap.Int64("client", c.id), zap.String("addr", c.nc.RemoteAddr().String()),
+			zap.Int64("limit", c.s.cfg.OutputBufferLimit))
+		return false
+	}
+	return true
+}
+
+// drain writes what the socket takes now.
+func (c *conn) drain() {
+	n, err := c.writeNow(c.out[c.outOff:])
+	c.outOff += n
+	if err != nil {
+		c.failed = err
+		return
+	}
+	switch {
+	case c.outOff == len(c.out):
+		c.out, c.outOff = c.out[:0], 0
+	case c.outOff > len(c.out)/2:
+		c.out = c.out[:copy(c.out, c.out[c.outOff:])]
+		c.outOff = 0
+	}
+}
+
+// flush writes the batch's replies, waiting for the client to take them.
+func (c *conn) flush() error {
+	if c.pending() > 0 {
+		if d := c.s.cfg.WriteTimeout; d > 0 {
+			if err := c.nc.SetWriteDeadline(time.Now().Add(d)); err != nil {
+				return err
+			}
+		}
+		_, err := c.nc.Write(c.out[c.outOff:])
+		if c.s.cfg.WriteTimeout > 0 {
+			c.nc.SetWriteDeadline(time.Time{}) // drain's writes must not see a stale deadline
+		}
+		if err != nil {
+			return err
+		}
+	}
+	c.out, c.outOff = c.out[:0], 0
+	if cap(c.out) > maxIdleOut {
+		c.out = make([]byte, 0, outBufSize)
+	}
+	return nil
+}
+
+// logClose notes why a connection ended, at debug level: clients leaving
+// is routine.
+func (c *conn) logClose(err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errShutdown):
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if c.s.closing.Load() {
+			return
+		}
+	}
+	c.s.log.Debug("closing client", zap.Int64("client", c.id), zap.Error(err))
+}
+
+// key resolves a key to its route and the key as the route's backend
+// stores it, or answers "no route" and returns nil.
+func (c *conn) key(k []byte) (*route.Route, string) {
+	r, stored := c.t.ForKey(bstr(k))
+	if r == nil {
+		c.writeError(errNoRoute(k))
+	}
+	return r, stored
+}
+
+// backendErr answers a failed backend call.
+func (c *conn) backendErr(r *route.Route, err error) {
+	if !errors.Is(err, backends.ErrNotInteger) && !errors.Is(err, backends.ErrOverflow) {
+		c.s.log.Debug("backend error", zap.String("route", r.Name), zap.Error(err))
+	}
+	c.writeError(backendError(r, err))
+}

@@ -1,0 +1,12 @@
+//go:build !unix
+
+package proxy
+
+// rawConn is empty where pgcache has no non-blocking writes: a batch's
+// replies are pushed with waiting writes, so a client that does not read
+// holds its connection until WriteTimeout instead of being disconnected.
+type rawConn struct{}
+
+func (c *conn) initRaw() {}
+
+func (c *conn) writeNow(p []byte) (int, error) { return c.nc.Write(p) }

@@ -1,0 +1,254 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/route"
+)
+
+// Server is the RESP front: it serves clients on the listeners given to
+// Serve, over the routes of one Router.
+type Server struct {
+	router  *route.Router
+	metrics *route.Metrics
+	cfg     Config
+	log     *zap.Logger
+	stats   Stats
+	started time.Time
+	runID   string
+	mem     memStats
+
+	// ctx is handed to backend calls; Shutdown cancels it when its own
+	// context runs out, so calls still running give up.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closing   atomic.Bool
+	wg        sync.WaitGroup // one per connection goroutine
+	nextID    atomic.Int64
+
+	infoFunc atomic.Pointer[func(context.Context) [][2]string]
+	bulkCap  atomic.Pointer[bulkCap]
+}
+
+// New returns a server over router's routes. metrics are the routes'
+// metrics (INFO's keyspace_hits and keyspace_misses come from them; nil
+// reports zeros). Zero Config fields take their defaults. When reg is not
+// nil the server's Stats are registered on it.
+func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logger, reg prometheus.Registerer) *Server {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if metrics == nil {
+		metrics = route.NewMetrics(nil)
+	}
+	s := &Server{
+		router:    router,
+		metrics:   metrics,
+		cfg:       cfg.withDefaults(),
+		log:       log,
+		started:   time.Now(),
+		runID:     newRunID(),
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*conn]struct{}{},
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if reg != nil {
+		reg.MustRegister(s.stats.collectors()...)
+	}
+	return s
+}
+
+// Stats returns the server's live counters.
+func (s *Server) Stats() *Stats { return &s.stats }
+
+// SetInfoFunc adds the lines f returns to INFO, under "# Backends" (the
+// drivers' backends.InfoSection lines, say). f runs on the INFO caller's
+// connection, so it should be quick.
+func (s *Server) SetInfoFunc(f func(ctx context.Context) [][2]string) {
+	if f == nil {
+		s.infoFunc.Store(nil)
+		return
+	}
+	s.infoFunc.Store(&f)
+}
+
+// Serve accepts clients on ln until Shutdown, then returns nil. It may be
+// called for several listeners. Other accept errors are returned.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.track(ln) {
+		ln.Close()
+		return nil
+	}
+	defer s.untrack(ln)
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return nil
+			}
+			// As net/http does: out of descriptors and the like pass.
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Temporary() { //nolint:staticcheck // the accept errors worth retrying
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", zap.Error(err), zap.Duration("in", delay))
+				time.Sleep(delay)
+				continue
+			}
+			return fmt.Errorf("resp: accept: %w", err)
+		}
+		delay = 0
+		s.accept(nc)
+	}
+}
+
+func (s *Server) track(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(ln net.Listener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.listeners, ln)
+}
+
+// accept starts serving nc, or refuses it as Redis does when MaxClients
+// are connected.
+func (s *Server) accept(nc net.Conn) {
+	c := newConn(s, nc, s.nextID.Add(1))
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if len(s.conns) >= s.cfg.MaxClients {
+		s.mu.Unlock()
+		s.stats.RejectedConnections.Add(1)
+		// A fresh socket's send buffer takes this at once; the deadline
+		// only guards the accept loop against the unexpected.
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		nc.Write([]byte("-" + errMaxClients + "\r\n"))
+		nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.stats.ConnectionsTotal.Add(1)
+	s.stats.ConnectedClients.Add(1)
+	go c.serve()
+}
+
+// forget closes a connection whose goroutine is ending.
+func (s *Server) forget(c *conn) {
+	c.nc.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.stats.ConnectedClients.Add(-1)
+	s.wg.Done()
+}
+
+// Shutdown stops accepting, closes idle connections at once, lets the
+// batches being run finish and their replies be written, then closes those
+// connections too. When ctx ends first it cancels the backend calls still
+// running, closes every connection, waits for their goroutines, and
+// returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	// A connection waiting for a request returns from its read at once; one
+	// running a batch finishes it and then sees closing (see conn.read).
+	for c := range s.conns {
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+	s.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.cancel()
+		return nil
+	case <-ctx.Done():
+	}
+	s.cancel()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.nc.Close() // unblocks a write to a client that does not read
+	}
+	s.mu.Unlock()
+	<-done
+	return fmt.Errorf("resp: shutdown: %w", ctx.Err())
+}
+
+// bulkCap is the longest argument the routes of table t can take.
+type bulkCap struct {
+	t *route.Table
+	n int64
+}
+
+// maxBulk is MaxBulkBytes, lowered to the largest MaxValueBytes of the
+// routes RESP reaches when every one of them has one: a longer argument
+// could not be stored anywhere, so it is refused before it is read. It is
+// worked out once per route table.
+func (s *Server) maxBulk() int64 {
+	t := s.router.Current()
+	if bc := s.bulkCap.Load(); bc != nil && bc.t == t {
+		return bc.n
+	}
+	var largest int64
+	bounded := false
+	for _, r := range t.Routes() {
+		if len(r.Prefixes) == 0 {
+			continue // HTTP only
+		}
+		if r.MaxValueBytes <= 0 {
+			bounded = false
+			break
+		}
+		bounded = true
+		largest = max(largest, r.MaxValueBytes)
+	}
+	n := s.cfg.MaxBulkBytes
+	if bounded && largest < n {
+		n = largest
+	}
+	s.bulkCap.Store(&bulkCap{t: t, n: n})
+	return n
+}
+
+// newRunID is INFO's run_id: 40 random hex digits, new at every start.
+func newRunID() string {
+	var b [20]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
