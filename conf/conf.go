@@ -57,6 +57,9 @@ type RESP struct {
 	MaxInlineBytes decode.ByteSize `koanf:"max_inline_bytes" json:"max_inline_bytes"`
 	// MaxMultibulkLen bounds the arguments of one command. Default 1048576.
 	MaxMultibulkLen int `koanf:"max_multibulk_len" json:"max_multibulk_len"`
+	// MaxQueryBytes bounds one whole request; a client past it is closed
+	// (Redis's client-query-buffer-limit). Default 1GiB.
+	MaxQueryBytes decode.ByteSize `koanf:"max_query_bytes" json:"max_query_bytes"`
 	// OutputBufferLimit drops a client whose unsent replies pass it. Default 64MiB.
 	OutputBufferLimit decode.ByteSize `koanf:"output_buffer_limit" json:"output_buffer_limit"`
 	// IdleTimeout closes a client idle this long; 0 never does. Default 0.

@@ -20,6 +20,7 @@ const (
 	DefaultMaxBulkBytes      = 512 << 20 // Redis proto-max-bulk-len
 	DefaultMaxInlineBytes    = 64 << 10  // Redis PROTO_INLINE_MAX_SIZE
 	DefaultMaxMultibulkLen   = 1 << 20   // Redis: 1024*1024 arguments
+	DefaultMaxQueryBytes     = 1 << 30   // Redis client-query-buffer-limit
 	DefaultOutputBufferLimit = 64 << 20  // bytes of unsent replies before a client is dropped
 	DefaultIdleTimeout       = 0         // Redis timeout 0: idle clients stay
 	DefaultWriteTimeout      = 30 * time.Second
@@ -67,6 +68,7 @@ func defaultsMap() map[string]any {
 			"max_bulk_bytes":      DefaultMaxBulkBytes,
 			"max_inline_bytes":    DefaultMaxInlineBytes,
 			"max_multibulk_len":   DefaultMaxMultibulkLen,
+			"max_query_bytes":     DefaultMaxQueryBytes,
 			"output_buffer_limit": DefaultOutputBufferLimit,
 			"idle_timeout":        time.Duration(DefaultIdleTimeout).String(),
 			"write_timeout":       DefaultWriteTimeout.String(),

@@ -74,6 +74,7 @@ func (c *Config) validateLimits(errs *Errors) {
 	positive("resp.max_bulk_bytes", int64(c.RESP.MaxBulkBytes))
 	positive("resp.max_inline_bytes", int64(c.RESP.MaxInlineBytes))
 	positive("resp.max_multibulk_len", int64(c.RESP.MaxMultibulkLen))
+	positive("resp.max_query_bytes", int64(c.RESP.MaxQueryBytes))
 	positive("resp.output_buffer_limit", int64(c.RESP.OutputBufferLimit))
 	positive("http.max_body_bytes", int64(c.HTTP.MaxBodyBytes))
 	positive("http.max_conns", int64(c.HTTP.MaxConns))

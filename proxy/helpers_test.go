@@ -163,17 +163,18 @@ func (c *rawClient) reply() string {
 	return b.String()
 }
 
-// closed reports whether the server closed the connection: the next read
-// ends in EOF or a reset rather than data.
+// closed reports whether the server closes the connection: reading,
+// past any replies still coming, ends in EOF or a reset rather than a
+// timeout.
 func (c *rawClient) closed() bool {
 	c.t.Helper()
 	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, err := c.br.ReadByte()
+	_, err := io.Copy(io.Discard, c.br)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return false
 	}
-	return err != nil
+	return true
 }
 
 // readReply copies one RESP2 or RESP3 reply from br to w.

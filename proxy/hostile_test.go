@@ -202,15 +202,13 @@ func TestMaxClients(t *testing.T) {
 }
 
 func TestIdleTimeout(t *testing.T) {
-	ts := startServer(t, Config{IdleTimeout: 50 * time.Millisecond})
+	ts := startServer(t, Config{IdleTimeout: 100 * time.Millisecond})
 	c := dial(t, ts.addr)
-	if got := c.do("PING"); got != "+PONG\r\n" {
-		t.Fatalf("PING = %q", got)
-	}
 	if !c.closed() {
 		t.Fatal("idle client still connected")
 	}
-	serves(t, ts.addr)
+	eventually(t, "idle client gone", func() bool { return ts.Stats().ConnectedClients.Load() == 0 })
+	serves(t, ts.addr) // within 100ms of connecting, or the test machine is very slow
 }
 
 // TestPanicRecovery: a handler's panic closes that connection only, and

@@ -88,9 +88,14 @@ func contains(rs []*route.Route, r *route.Route) bool {
 	return false
 }
 
-// clearScratch drops the references a command left in scratch: keys point
-// into the read buffer, values are the backend's.
+// clearScratch drops the references a command left in scratch (keys point
+// into the read buffer, values are the backend's), and the slices
+// themselves after a command with very many keys.
 func (c *conn) clearScratch() {
+	if cap(c.keys) > maxIdleArgs || cap(c.pairs) > maxIdleArgs {
+		c.scratch = scratch{}
+		return
+	}
 	clear(c.routes)
 	clear(c.keys)
 	clear(c.sub)

@@ -47,7 +47,8 @@ type Server struct {
 
 // New returns a server over router's routes. metrics are the routes'
 // metrics (INFO's keyspace_hits and keyspace_misses come from them; nil
-// reports zeros). Zero Config fields take their defaults. When reg is not
+// reports zeros). Zero Config fields take their defaults. log is used as
+// given, so name it for the component (nil logs nothing). When reg is not
 // nil the server's Stats are registered on it.
 func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logger, reg prometheus.Registerer) *Server {
 	if log == nil {

@@ -102,6 +102,7 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 		MaxBulkBytes:      int64(cfg.RESP.MaxBulkBytes),
 		MaxInlineBytes:    int(cfg.RESP.MaxInlineBytes),
 		MaxMultibulkLen:   cfg.RESP.MaxMultibulkLen,
+		MaxQueryBytes:     int64(cfg.RESP.MaxQueryBytes),
 		OutputBufferLimit: int64(cfg.RESP.OutputBufferLimit),
 		IdleTimeout:       time.Duration(cfg.RESP.IdleTimeout),
 		WriteTimeout:      time.Duration(cfg.RESP.WriteTimeout),

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/pgcache/pgcache/backends"
 )
@@ -41,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) backends.Backend) {
 		{"Expire", testExpire},
 		{"ExpireConditions", testExpireConditions},
 		{"Persist", testPersist},
+		{"BorrowedKeys", testBorrowedKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := open(t)
@@ -565,4 +568,60 @@ func testPersist(t *testing.T, b backends.Backend) {
 		t.Fatalf("TTL after PERSIST = %v", d)
 	}
 	wantGet(t, b, k, "v", true)
+}
+
+// testBorrowedKeys passes every write a key that is a view of a buffer the
+// caller reuses, as the fronts do with their read buffers, then overwrites
+// the buffer: the key must still be found under its own name.
+func testBorrowedKeys(t *testing.T, b backends.Backend) {
+	ops := []struct {
+		name string
+		do   func(k string) error
+	}{
+		{"set", func(k string) error { _, err := b.Set(ctx(t), k, []byte("1"), backends.SetOptions{}); return err }},
+		{"set-nx", func(k string) error {
+			_, err := b.Set(ctx(t), k, []byte("1"), backends.SetOptions{Cond: backends.SetIfAbsent})
+			return err
+		}},
+		{"set-get-keepttl", func(k string) error {
+			_, err := b.Set(ctx(t), k, []byte("1"), backends.SetOptions{Get: true, TTL: backends.TTL{Mode: backends.TTLKeep}})
+			return err
+		}},
+		{"mset", func(k string) error { return b.MSet(ctx(t), []backends.KV{{Key: k, Val: []byte("1")}}) }},
+		{"incrby", func(k string) error { _, err := b.IncrBy(ctx(t), k, 1); return err }},
+		{"expire", func(k string) error {
+			if _, err := b.Set(ctx(t), strings.Clone(k), []byte("1"), backends.SetOptions{}); err != nil {
+				return err
+			}
+			_, err := b.Expire(ctx(t), k, rel(time.Hour), backends.ExpireAlways)
+			return err
+		}},
+		{"getex", func(k string) error {
+			if _, err := b.Set(ctx(t), strings.Clone(k), []byte("1"), backends.SetOptions{}); err != nil {
+				return err
+			}
+			_, _, err := b.GetEx(ctx(t), k, rel(time.Hour))
+			return err
+		}},
+		{"persist", func(k string) error {
+			if _, err := b.Set(ctx(t), strings.Clone(k), []byte("1"), backends.SetOptions{TTL: rel(time.Hour)}); err != nil {
+				return err
+			}
+			_, err := b.Expire(ctx(t), k, backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways)
+			return err
+		}},
+	}
+	for _, op := range ops {
+		name := key(t, op.name)
+		buf := []byte(name)
+		if err := op.do(unsafe.String(unsafe.SliceData(buf), len(buf))); err != nil {
+			t.Fatalf("%s: %v", op.name, err)
+		}
+		for i := range buf {
+			buf[i] = 'X'
+		}
+		if _, ok, err := b.Get(ctx(t), name); err != nil || !ok {
+			t.Fatalf("%s: the key is gone once the caller reused its buffer (ok=%v, err=%v)", op.name, ok, err)
+		}
+	}
 }

@@ -28,7 +28,7 @@ func TestIncrConcurrent(t *testing.T) {
 		{DurabilityStandard, 20, 50},
 	} {
 		t.Run(tc.durability, func(t *testing.T) {
-			d := newDriver(t, Options{MaxConns: 4})
+			d := newDriver(t, Options{MaxConns: 8})
 			s := openKV(t, d, uniqueTable(t), tc.durability, "")
 			ctx := testCtx(t)
 			var wg sync.WaitGroup

@@ -68,29 +68,25 @@ func parseRowKey(key string, pk []column) ([]string, error) {
 }
 
 // jsonScalar returns the text of a JSON string, number or boolean.
+// Surrounding spaces are not JSON's here: " 42" is the bare text " 42".
 func jsonScalar(b []byte) (string, bool) {
-	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return "", false
 	}
 	switch c := b[0]; {
 	case c == '"':
 		var s string
-		if json.Unmarshal(b, &s) != nil {
+		if b[len(b)-1] != '"' || json.Unmarshal(b, &s) != nil {
 			return "", false
 		}
 		return s, true
-	case c == 't' || c == 'f':
-		var v bool
-		if json.Unmarshal(b, &v) != nil {
-			return "", false
-		}
-		return strconv.FormatBool(v), true
+	case string(b) == "true" || string(b) == "false":
+		return string(b), true
 	case c == '-' || (c >= '0' && c <= '9'):
 		var n json.Number
 		d := json.NewDecoder(bytes.NewReader(b))
 		d.UseNumber()
-		if d.Decode(&n) != nil || d.More() {
+		if d.Decode(&n) != nil || d.InputOffset() != int64(len(b)) {
 			return "", false
 		}
 		return n.String(), true

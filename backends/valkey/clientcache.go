@@ -21,8 +21,9 @@ import (
 // Own writes. Since Redis 7 (redis/redis#9422) the invalidation a write
 // causes reaches the writer after the write's reply (rueidis#534): for a
 // moment after SET returns, DoCache still answers the old value. And a write
-// goes out on any connection while a key's cached reads use one of them, so
-// even ordering on one connection would not help. valkey-go has no public
+// goes out on any of the connections to a server (mux.go: pipeline picks one
+// at random) while a key's cached reads use one (mux.go: DoCache picks by
+// slot), so ordering on one connection would not help either. valkey-go has no public
 // way to drop an entry. So every write of this process fences its keys once
 // its reply is in (fence): entries already cached are evicted, and a fill
 // (a cached read on its way to the server) that started before the fence
@@ -36,7 +37,9 @@ import (
 //	          the write) and nothing is stored
 //
 // Fences are a sequence number per bucket of key hashes (a collision costs
-// an extra uncached read, never a stale one), like the coherence package's.
+// an extra uncached read, never a stale one): the invariant of
+// coherence.Fences, for this process's own writes. (A backend may not import
+// coherence, which sits above the backends.)
 //
 // Abandoned fills. When a cached read gives up (its context ends) its
 // request may still be on the wire; its reply, arriving later, would be
@@ -48,7 +51,7 @@ import (
 // Bounds. max_bytes bounds the cache across all connections, not per
 // connection as valkey-go's CacheSizeEachConn does.
 //
-// Reconnects. valkey-go creates a store with each connection and calls
+// Reconnects need nothing of ours. valkey-go creates a store with each connection and calls
 // Close on it when the connection ends (pipe.go: _background calls
 // p.cache.Close once the read loop has exited; newPipe makes a new store
 // for the next connection). Tracking is per connection, so a new connection

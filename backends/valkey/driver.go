@@ -51,9 +51,13 @@ type client struct {
 	cluster bool // cluster mode: multi-key commands are split by slot
 }
 
-// NewDriver returns a driver for options that have been given their
-// defaults and validated, and starts connecting.
+// NewDriver fills in the defaults of o, validates it, and returns a driver
+// that has started connecting.
 func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
+	o.setDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
 	opt, err := o.clientOption()
 	if err != nil {
 		return nil, err

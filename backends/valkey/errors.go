@@ -37,6 +37,13 @@ const (
 	overflowText   = "increment or decrement would overflow"
 )
 
+// wrongType reports the server's refusal of a command on a key that holds
+// another type than the command's.
+func wrongType(err error) bool {
+	verr, ok := valkey.IsValkeyErr(err)
+	return ok && strings.HasPrefix(verr.Error(), "WRONGTYPE")
+}
+
 // fail turns what valkey-go returned for op into the error a Backend
 // returns, naming the backend and the operation. When the caller's own
 // context ended, that is the error: the store did nothing wrong.

@@ -21,7 +21,10 @@ var ops = []struct {
 	do   func(ctx context.Context, b backends.Backend) error
 }{
 	{"get", func(ctx context.Context, b backends.Backend) error { _, _, err := b.Get(ctx, "k"); return err }},
-	{"mget", func(ctx context.Context, b backends.Backend) error { _, err := b.MGet(ctx, []string{"k", "j"}, nil); return err }},
+	{"mget", func(ctx context.Context, b backends.Backend) error {
+		_, err := b.MGet(ctx, []string{"k", "j"}, nil)
+		return err
+	}},
 	{"set", func(ctx context.Context, b backends.Backend) error {
 		_, err := b.Set(ctx, "k", []byte("v"), backends.SetOptions{})
 		return err
@@ -30,7 +33,10 @@ var ops = []struct {
 		return b.MSet(ctx, []backends.KV{{Key: "k", Val: []byte("v")}})
 	}},
 	{"del", func(ctx context.Context, b backends.Backend) error { _, err := b.Del(ctx, []string{"k"}); return err }},
-	{"exists", func(ctx context.Context, b backends.Backend) error { _, err := b.Exists(ctx, []string{"k"}); return err }},
+	{"exists", func(ctx context.Context, b backends.Backend) error {
+		_, err := b.Exists(ctx, []string{"k"})
+		return err
+	}},
 	{"getdel", func(ctx context.Context, b backends.Backend) error { _, _, err := b.GetDel(ctx, "k"); return err }},
 	{"getex", func(ctx context.Context, b backends.Backend) error {
 		_, _, err := b.GetEx(ctx, "k", backends.TTL{Mode: backends.TTLNone})

@@ -63,6 +63,7 @@ type Options struct {
 
 // TLSOptions configure TLS to the servers.
 type TLSOptions struct {
+	// Enabled turns TLS on; the other fields need it. Default false.
 	Enabled bool `mapstructure:"enabled"`
 	// CAFile is a PEM bundle of the roots to trust. Default: the system's.
 	CAFile string `mapstructure:"ca_file"`
@@ -96,13 +97,15 @@ func (o *Options) setDefaults() {
 	if o.CommandTimeout == 0 {
 		o.CommandTimeout = decode.Duration(DefaultCommandTimeout)
 	}
-	if cc := o.ClientCache; cc != nil {
+	if o.ClientCache != nil {
+		cc := *o.ClientCache // the caller's struct stays as it was
 		if cc.TTL == 0 {
 			cc.TTL = decode.Duration(DefaultClientCacheTTL)
 		}
 		if cc.MaxBytes == 0 {
 			cc.MaxBytes = DefaultClientCacheMaxBytes
 		}
+		o.ClientCache = &cc
 	}
 }
 

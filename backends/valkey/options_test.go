@@ -2,12 +2,9 @@ package valkey
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pgcache/pgcache/backends"
 )
 
 func TestOptionsErrors(t *testing.T) {
@@ -64,99 +61,5 @@ func TestPipelineMultiplex(t *testing.T) {
 		if got := pipelineMultiplex(conns); got != want {
 			t.Errorf("pipelineMultiplex(%d) = %d, want %d", conns, got, want)
 		}
-	}
-}
-
-func TestOpen(t *testing.T) {
-	ctx := ctxT(t)
-	t.Run("namespace", func(t *testing.T) {
-		d := newDriver(t, server, nil)
-		a, b := open(t, d), open(t, d)
-		mustSet(t, a, "k", "a")
-		mustSet(t, b, "k", "b")
-		if v, _ := mustGet(t, a, "k"); v != "a" {
-			t.Fatalf("route a reads %q: routes collide", v)
-		}
-		if got, err := server.Do(ctx, "GET", a.route+":k"); err != nil || got != "a" {
-			t.Fatalf("GET %s:k on the server = %q, %v", a.route, got, err)
-		}
-	})
-	t.Run("raw_keys", func(t *testing.T) {
-		d := newDriver(t, server, map[string]any{"raw_keys": true})
-		b, err := d.Open(ctx, backends.RouteSpec{Name: "only"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustSet(t, b, "raw-k", "v")
-		if got, err := server.Do(ctx, "GET", "raw-k"); err != nil || got != "v" {
-			t.Fatalf("GET raw-k on the server = %q, %v", got, err)
-		}
-		// The same route again (a reload) is fine; another route is not
-		// until the first is gone.
-		again, err := d.Open(ctx, backends.RouteSpec{Name: "only"})
-		if err != nil {
-			t.Fatalf("reopening the route: %v", err)
-		}
-		var se *backends.SpecError
-		if _, err := d.Open(ctx, backends.RouteSpec{Name: "second"}); !errors.As(err, &se) {
-			t.Fatalf("second route on raw_keys = %v, want a SpecError", err)
-		}
-		b.Close()
-		b.Close() // idempotent: the claim is released once
-		again.Close()
-		if _, err := d.Open(ctx, backends.RouteSpec{Name: "second"}); err != nil {
-			t.Fatalf("second route after the first closed: %v", err)
-		}
-	})
-	t.Run("spec", func(t *testing.T) {
-		d := newDriver(t, server, nil)
-		var se *backends.SpecError
-		if _, err := d.Open(ctx, backends.RouteSpec{Name: "r", Table: "t"}); !errors.As(err, &se) || se.Field != "table" {
-			t.Fatalf("Open with a table = %v, want a SpecError on table", err)
-		}
-	})
-	t.Run("closed", func(t *testing.T) {
-		d := newDriver(t, server, nil)
-		s := open(t, d)
-		d.Close()
-		if _, _, err := s.Get(ctx, "k"); !errors.Is(err, backends.ErrUnavailable) {
-			t.Fatalf("Get after Close = %v, want ErrUnavailable", err)
-		}
-		if _, err := d.Open(ctx, backends.RouteSpec{Name: "r"}); err == nil {
-			t.Fatal("Open after Close succeeded")
-		}
-	})
-}
-
-func TestServerErrors(t *testing.T) {
-	d := newDriver(t, server, cached(nil))
-	s := open(t, d)
-	ctx := ctxT(t)
-	if _, err := server.Do(ctx, "RPUSH", s.key("list"), "x"); err != nil {
-		t.Fatal(err)
-	}
-	for _, op := range []string{"get", "set-get", "incrby"} {
-		var err error
-		switch op {
-		case "get":
-			_, _, err = s.Get(ctx, "list")
-		case "set-get":
-			_, err = s.Set(ctx, "list", []byte("v"), backends.SetOptions{Get: true})
-		case "incrby":
-			_, err = s.IncrBy(ctx, "list", 1)
-		}
-		if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") || errors.Is(err, backends.ErrUnavailable) {
-			t.Errorf("%s on a list = %v, want the server's WRONGTYPE, not unavailability", op, err)
-		}
-	}
-	// The caller's own cancellation is not the store's failure.
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	before := d.stats.errors.Load()
-	if _, _, err := s.Get(cctx, "k"); !errors.Is(err, context.Canceled) || errors.Is(err, backends.ErrUnavailable) {
-		t.Errorf("Get with a cancelled context = %v, want context.Canceled", err)
-	}
-	if d.stats.errors.Load() != before {
-		t.Error("a cancelled call counted as an error")
 	}
 }

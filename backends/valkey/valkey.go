@@ -26,15 +26,11 @@ const TypeName = "valkey"
 
 func init() { backends.Register(TypeName, New) }
 
-// New builds a valkey driver from its options: decoded strictly, defaults
-// filled in, validated. It starts connecting and returns at once.
+// New builds a valkey driver from its config options, decoded strictly (an
+// unknown option is an error). It starts connecting and returns at once.
 func New(_ context.Context, name string, options map[string]any, log *zap.Logger) (backends.Driver, error) {
 	var o Options
 	if err := decode.Strict(options, &o); err != nil {
-		return nil, err
-	}
-	o.setDefaults()
-	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	return NewDriver(name, o, log)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/pgcache/pgcache/backends"
@@ -25,7 +26,9 @@ func TestMain(m *testing.M) {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		server.Stop()
+		if server != nil {
+			server.Stop()
+		}
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -46,7 +49,11 @@ func newDriver(t testing.TB, srv *testenv.Redis, options map[string]any) *Driver
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := f(context.Background(), "vk", opts, zaptest.NewLogger(t))
+	log := zap.NewNop()
+	if _, bench := t.(*testing.B); !bench {
+		log = zaptest.NewLogger(t)
+	}
+	d, err := f(context.Background(), "vk", opts, log)
 	if err != nil {
 		t.Fatal(err)
 	}

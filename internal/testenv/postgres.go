@@ -25,6 +25,9 @@ const PostgresInstall = "apt-get install postgresql"
 // PostgresDatabase is the database StartPostgres creates for its callers.
 const PostgresDatabase = "pgcache"
 
+// postgresDirPrefix names the servers' temporary directories.
+const postgresDirPrefix = "pgcache-pg-"
+
 // postgresSuperuser is the role initdb creates; trust authentication on
 // 127.0.0.1 lets it in without a password.
 const postgresSuperuser = "postgres"
@@ -114,7 +117,8 @@ func StartPostgres() (*PG, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := TempDir("pgcache-pg-", acct)
+	removeStale(postgresDirPrefix, filepath.Join("data", "postmaster.pid"))
+	dir, err := TempDir(postgresDirPrefix, acct)
 	if err != nil {
 		return nil, err
 	}

@@ -69,8 +69,8 @@ func RedisFor(t testing.TB) *Redis {
 func StartRedis() (*Redis, error) { return startRedis(false) }
 
 // StartRedisCluster starts a server as StartRedis does, in cluster mode,
-// owning all 16384 slots: clients see a cluster (CLUSTER SLOTS, MOVED for
-// nothing), which is enough to exercise their cluster code paths.
+// owning all 16384 slots: clients see a cluster (CLUSTER SLOTS answers, and
+// no key is ever MOVED), which is enough to exercise their cluster code.
 func StartRedisCluster() (*Redis, error) { return startRedis(true) }
 
 func startRedis(cluster bool) (*Redis, error) {

@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // NotInstalledError is a server program that could not be found.
@@ -107,8 +108,15 @@ func ServerAccount(name, install string) (*Account, error) {
 
 // TempDir creates a fresh directory for a server's files, named with prefix,
 // mode 0700 and owned by acct (nil: the current user). The caller removes it.
+//
+// The directory is made under $TMPDIR, or under /tmp when acct could not
+// reach $TMPDIR (a root's private TMPDIR is closed to other users).
 func TempDir(prefix string, acct *Account) (string, error) {
-	dir, err := os.MkdirTemp("", prefix)
+	parent := os.TempDir()
+	if acct != nil && !traversable(parent) {
+		parent = "/tmp"
+	}
+	dir, err := os.MkdirTemp(parent, prefix)
 	if err != nil {
 		return "", fmt.Errorf("testenv: %w", err)
 	}
@@ -117,6 +125,44 @@ func TempDir(prefix string, acct *Account) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// staleAfter is how old a server directory must be before removeStale
+// takes it for the leftover of a test binary that was killed.
+const staleAfter = time.Hour
+
+// removeStale removes the directories that servers of a killed test binary
+// left behind (its servers died with it, see Command, but nothing removed
+// their files): those named prefix* in the temporary directories, untouched
+// for staleAfter, where busy (a file that exists while the server runs)
+// does not exist. Errors are ignored: this is housekeeping.
+func removeStale(prefix, busy string) {
+	for _, parent := range []string{os.TempDir(), "/tmp"} {
+		dirs, _ := filepath.Glob(filepath.Join(parent, prefix+"*"))
+		for _, d := range dirs {
+			fi, err := os.Stat(d)
+			if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < staleAfter {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(d, busy)); errors.Is(err, os.ErrNotExist) {
+				os.RemoveAll(d)
+			}
+		}
+	}
+}
+
+// traversable reports whether every directory from / down to dir lets
+// other users through (the x bit for others).
+func traversable(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
 }
 
 // Chown gives path to acct; nil acct does nothing.
