@@ -4,4 +4,6 @@ package standard
 
 import (
 	_ "github.com/pgcache/pgcache/backends/memory"
+	_ "github.com/pgcache/pgcache/backends/postgres"
+	_ "github.com/pgcache/pgcache/backends/valkey"
 )
