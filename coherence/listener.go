@@ -83,10 +83,15 @@ type Listener struct {
 
 	Stats ListenerStats
 
+	// ignoreFences drops every fence received: tests use it to prove that
+	// their stale-entry checks can fail.
+	ignoreFences atomic.Bool
+
 	mu      sync.Mutex
-	canary  string    // payload of the canary in flight, "" when none
+	canary  string    // token of the canary in flight, "" when none
 	sentAt  time.Time // when it was sent
 	lastOK  time.Time // when the last canary came back
+	proven  time.Time // when the last canary that came back was sent
 	counter int
 }
 
@@ -250,6 +255,7 @@ func (l *Listener) handle(payload string) {
 	switch {
 	case fe.Canary != "":
 		l.canaryBack(fe.Canary)
+	case l.ignoreFences.Load():
 	case fe.Table == "":
 		l.Stats.BadPayloads.Add(1)
 		l.f.FenceAll()
@@ -267,6 +273,15 @@ func (l *Listener) handle(payload string) {
 	}
 }
 
+// Proven returns a time before which every fence logged has been received:
+// the send time of the last canary that came back, since the relay
+// publishes a canary only after every fence logged before it.
+func (l *Listener) Proven() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.proven
+}
+
 // canaryBack notes our canary's return; the first one after a (re)connect
 // turns L1 on, through a whole-cache fence.
 func (l *Listener) canaryBack(token string) {
@@ -277,7 +292,7 @@ func (l *Listener) canaryBack(token string) {
 	}
 	now := time.Now()
 	l.Stats.FenceLagNanos.Store(int64(now.Sub(l.sentAt)))
-	l.canary, l.lastOK = "", now
+	l.canary, l.lastOK, l.proven = "", now, l.sentAt
 	l.mu.Unlock()
 	if l.state.Load() != int32(StateOnline) {
 		l.f.SetOnline(true)

@@ -63,7 +63,7 @@ func startCoordinator(t *testing.T, p *pgxpool.Pool, opts CoordinatorOptions) *C
 	return c
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,11 @@ type Relay struct {
 	interval time.Duration
 	log      *zap.Logger
 	Stats    RelayStats
+
+	// held are canaries drained in a full batch: they go out only with a
+	// batch that emptied the log, so a canary never overtakes a fence that
+	// was logged before it.
+	held []string
 }
 
 // NewRelay returns a relay; Run starts it.
@@ -152,7 +158,17 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	if n == 0 {
+	if n < relayBatch {
+		// The log is empty as of this statement's snapshot: every fence
+		// logged before the canaries has been taken, in this batch or an
+		// earlier one. Canaries go out last, after this batch's fences.
+		b.canaries = append(r.held, b.canaries...)
+		r.held = nil
+	} else {
+		r.held = append(r.held, b.canaries...)
+		b.canaries = nil
+	}
+	if n == 0 && len(b.canaries) == 0 {
 		return 0, tx.Commit(ctx)
 	}
 	payloads := b.payloads()
@@ -210,13 +226,14 @@ func (b *batch) add(tbl string, keys []byte) {
 
 // payloads renders the batch as notifications of at most maxPayload bytes:
 // {"t":table,"k":[keys…]}, {"t":table} for a whole table, {"c":token} for a
-// canary. A key too long for any notification fences its whole table.
-func (b *batch) payloads() []string {
-	var out []string
-	for _, tok := range b.canaries {
-		c, _ := json.Marshal(map[string]string{"c": tok})
-		out = append(out, string(c))
-	}
+// canary, last. A key too long for any notification fences its whole table.
+func (b *batch) payloads() (out []string) {
+	defer func() { // canaries last, after every fence of the batch
+		for _, tok := range b.canaries {
+			c, _ := json.Marshal(map[string]string{"c": tok})
+			out = append(out, string(c))
+		}
+	}()
 	tables := make([]string, 0, len(b.tables))
 	for t := range b.tables {
 		tables = append(tables, t)
@@ -242,12 +259,11 @@ func (b *batch) payloads() []string {
 				cur = nil
 			}
 		}
+		if slices.ContainsFunc(keys, func(k string) bool { return len(head)+len(`,"k":[`)+len(k)+2 > maxPayload }) {
+			out = append(out, head+"}") // a key that fits no notification: fence the table
+			continue
+		}
 		for _, k := range keys {
-			if len(head)+len(`,"k":[`)+len(k)+2 > maxPayload {
-				cur = nil
-				out = append(out, head+"}") // this key alone does not fit
-				continue
-			}
 			if cur != nil && len(cur)+1+len(k)+2 > maxPayload {
 				flush()
 			}

@@ -138,7 +138,10 @@ func (t *Tier) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	}
 	h, err := t.hash(key)
 	if err != nil {
-		return nil, false, err
+		// A key the fences cannot name (or a bad one: the backend says
+		// so) is read from the backend and never cached.
+		t.Stats.Bypassed.Add(1)
+		return t.b.Get(ctx, key)
 	}
 	t.Stats.Misses.Add(1)
 	return t.load(ctx, key, h)

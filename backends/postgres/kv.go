@@ -38,6 +38,9 @@ func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
 	if err != nil {
 		return nil, &backends.SpecError{Field: "table", Value: spec.Table, Reason: err.Error()}
 	}
+	if t.schema == "" {
+		t.schema = defaultSchema
+	}
 	durability := spec.Durability
 	switch durability {
 	case "":

@@ -1,0 +1,139 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// What a coherent L1 tier (package coherence) needs of a PostgreSQL route:
+// the table and keys as its fence triggers publish them (backends.Fenced),
+// values with their remaining lifetime (backends.ExpiryReader), and a way to
+// create or check the table before the triggers are installed (Prepare).
+
+// defaultSchema is where a kv table named without a schema lives. It is
+// fixed rather than taken from search_path so that the table a route
+// creates and the table its fences name are one and the same.
+const defaultSchema = "public"
+
+// errFenceKey: the key's type has no rendering known to match the
+// triggers'; an L1 tier reads such keys from the table, uncached.
+var errFenceKey = errors.New("primary key type without a fence rendering")
+
+// FenceTable names the table as its triggers do: schema.table.
+func (s *KV) FenceTable() string { return s.table.schema + "." + s.table.name }
+
+// FenceKey is the key as the triggers publish it: to_jsonb(key) is a JSON
+// string for text and uuid keys and a number for bigint ones, whose text is
+// the key itself (keys are accepted only in PostgreSQL's own spelling).
+func (s *KV) FenceKey(key string) (string, error) {
+	if _, err := s.key.param(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// Prepare creates or checks the route's table now.
+func (s *KV) Prepare(ctx context.Context) error { return s.setup.ensure(ctx) }
+
+// getTTLSQL is getSQL with the row's remaining lifetime in milliseconds by
+// the database's clock, -1 for none.
+const getTTLSQL = `SELECT value,
+	CASE WHEN expires_at = 'infinity' THEN -1
+	     ELSE greatest(floor(extract(epoch FROM expires_at - now()) * 1000), 0)::bigint END
+	FROM %s WHERE key = $1::%s AND expires_at > now()`
+
+// GetWithTTL returns a live key's value and remaining lifetime.
+func (s *KV) GetWithTTL(ctx context.Context, key string) (val []byte, ttl time.Duration, ok bool, err error) {
+	k, err := s.key.param(key)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	sql := fmt.Sprintf(getTTLSQL, s.table.ident(), s.key.sqlType)
+	err = s.do(ctx, "get", func(ctx context.Context) error {
+		var ms int64
+		val, ok = nil, false
+		err := s.pool.QueryRow(ctx, sql, k).Scan(&val, &ms)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ok, ttl = true, time.Duration(ms)*time.Millisecond
+		if ms < 0 {
+			ttl = backends.TTLPersistent
+		}
+		val = value(val)
+		return nil
+	})
+	return val, ttl, ok, err
+}
+
+// FenceTable names the table as its triggers do: schema.table.
+func (s *Table) FenceTable() string { return s.schema + "." + s.name }
+
+// FenceKey renders a row key as the triggers publish it: one key column as
+// its JSON value's text (42, abc), several as a compact JSON array
+// ([1,"abc"]), as coherence.FenceKeyOf reads a notification. Integer, text
+// and uuid columns only: the JSON of other types (timestamps, numerics)
+// differs from their text, so such keys are not cached.
+func (s *Table) FenceKey(key string) (string, error) {
+	sh := s.shape.Load()
+	if sh == nil {
+		return "", fmt.Errorf("%w: table %s not read from the catalog yet", errFenceKey, s.FenceTable())
+	}
+	vals, err := parseRowKey(key, sh.pk)
+	if err != nil {
+		return "", err
+	}
+	if len(vals) == 1 {
+		if !fenceable(sh.pk[0]) {
+			return "", fmt.Errorf("%w: column %s is %s", errFenceKey, sh.pk[0].name, sh.pk[0].typ)
+		}
+		if sh.pk[0].baseType == "uuid" {
+			return strings.ToLower(vals[0]), nil
+		}
+		return vals[0], nil
+	}
+	parts := make([]any, len(vals))
+	for i, v := range vals {
+		c := sh.pk[i]
+		switch {
+		case !fenceable(c):
+			return "", fmt.Errorf("%w: column %s is %s", errFenceKey, c.name, c.typ)
+		case isInteger(c):
+			parts[i] = json.Number(v)
+		case c.baseType == "uuid":
+			parts[i] = strings.ToLower(v)
+		default:
+			parts[i] = v
+		}
+	}
+	b, err := json.Marshal(parts)
+	return string(b), err
+}
+
+func isInteger(c column) bool {
+	return c.baseType == "smallint" || c.baseType == "integer" || c.baseType == "bigint"
+}
+
+func fenceable(c column) bool {
+	return isInteger(c) || c.baseType == "text" || c.baseType == "character varying" || c.baseType == "uuid"
+}
+
+// Prepare reads the table from the catalog now.
+func (s *Table) Prepare(ctx context.Context) error { return s.setup.ensure(ctx) }
+
+var (
+	_ backends.Fenced       = (*KV)(nil)
+	_ backends.ExpiryReader = (*KV)(nil)
+	_ backends.Fenced       = (*Table)(nil)
+)

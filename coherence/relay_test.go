@@ -1,0 +1,83 @@
+package coherence
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestBatchPayloads(t *testing.T) {
+	var b batch
+	b.add(canaryTable, []byte(`"me:1"`))
+	b.add("public.kv", []byte(`["a", "b"]`))
+	b.add("public.kv", []byte(`["b", "c"]`))
+	b.add("public.t", nil) // TRUNCATE
+	b.add("public.t", []byte(`[1]`))
+	long := strings.Repeat("x", maxPayload)
+	b.add("public.big", []byte(`["`+long+`", "short"]`))
+	var many []string
+	for i := range 2000 {
+		many = append(many, `"key-`+strings.Repeat("0", 4)+string(rune('a'+i%26))+`-`+itoa(i)+`"`)
+	}
+	b.add("public.many", []byte("["+strings.Join(many, ",")+"]"))
+
+	out := b.payloads()
+	if last := out[len(out)-1]; last != `{"c":"me:1"}` {
+		t.Fatalf("the canary is not last: %s", last)
+	}
+	seen := map[string]map[string]bool{}
+	whole := map[string]bool{}
+	for _, p := range out {
+		if len(p) > maxPayload {
+			t.Fatalf("payload of %d bytes, over %d", len(p), maxPayload)
+		}
+		var f fence
+		if err := json.Unmarshal([]byte(p), &f); err != nil {
+			t.Fatalf("payload %q: %v", p, err)
+		}
+		if f.Canary != "" {
+			continue
+		}
+		if f.Keys == nil {
+			whole[f.Table] = true
+			continue
+		}
+		if seen[f.Table] == nil {
+			seen[f.Table] = map[string]bool{}
+		}
+		for _, k := range f.Keys {
+			key, _ := FenceKeyOf(k)
+			seen[f.Table][key] = true
+		}
+	}
+	if len(seen["public.kv"]) != 3 {
+		t.Errorf("public.kv keys = %v, want a b c once each", seen["public.kv"])
+	}
+	if !whole["public.t"] || seen["public.t"] != nil {
+		t.Errorf("a table fence must absorb the table's key fences: whole=%v keys=%v", whole["public.t"], seen["public.t"])
+	}
+	if !whole["public.big"] {
+		t.Errorf("a key too long for a notification must fence its table: keys=%v", seen["public.big"])
+	}
+	if len(seen["public.many"]) != 2000 || whole["public.many"] {
+		t.Errorf("2000 keys split over notifications: got %d keys, whole=%v", len(seen["public.many"]), whole["public.many"])
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestFenceKeyOf(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{`"abc"`, "abc"},
+		{`"we\"ird\n"`, "we\"ird\n"},
+		{`42`, "42"},
+		{`9223372036854775807`, "9223372036854775807"}, // no float64 rounding
+		{`[1, "a"]`, `[1,"a"]`},
+		{`[9007199254740993, "b"]`, `[9007199254740993,"b"]`},
+	} {
+		got, err := FenceKeyOf(json.RawMessage(tc.raw))
+		if err != nil || got != tc.want {
+			t.Errorf("FenceKeyOf(%s) = %q, %v; want %q", tc.raw, got, err, tc.want)
+		}
+	}
+}
