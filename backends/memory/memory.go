@@ -57,13 +57,6 @@ func (e errMaxBytes) Error() string {
 	return "max_bytes: " + strconv.FormatInt(int64(e), 10) + " must be positive"
 }
 
-// key is a route's namespace plus the key: routes sharing a cache never see
-// each other's keys, and no key is ever concatenated (no allocation on Get).
-type key struct {
-	ns  uint32
-	key string
-}
-
 // item is a stored value. exp is a unix time in nanoseconds, 0 for none.
 type item struct {
 	val []byte
@@ -72,30 +65,42 @@ type item struct {
 
 func (it item) live(now int64) bool { return it.exp == 0 || it.exp > now }
 
-// Driver is one otter cache.
-type Driver struct {
-	name  string
-	cache *otter.Cache[key, item]
+// cache is one route's otter cache. Keys are plain strings: otter hashes a
+// string key in half the time of a {namespace, key} struct, and a route's
+// keys need no namespace when the route has its cache to itself.
+type cache = otter.Cache[string, item]
 
-	mu         sync.Mutex
-	namespaces map[string]uint32 // route name -> namespace, stable across reloads
+// Driver is a byte budget shared by the routes that open it: each route
+// has an otter cache of its own, and the budget is split evenly between
+// the routes open at the time (rebalanced when one opens or closes).
+type Driver struct {
+	name     string
+	maxBytes int64
+
+	mu     sync.Mutex
+	routes map[string]*routeCache // by route name: a reload reopens the same cache
+}
+
+type routeCache struct {
+	c    *cache
+	refs int // open Stores: a reload opens the new before it closes the old
 }
 
 // NewDriver returns a memory driver bounded by maxBytes.
 func NewDriver(name string, maxBytes int64) *Driver {
-	return &Driver{
-		name:       name,
-		namespaces: map[string]uint32{},
-		cache: otter.Must(&otter.Options[key, item]{
-			MaximumWeight:    uint64(maxBytes),
-			Weigher:          weigh,
-			ExpiryCalculator: expiry{},
-		}),
-	}
+	return &Driver{name: name, maxBytes: maxBytes, routes: map[string]*routeCache{}}
 }
 
-func weigh(k key, it item) uint32 {
-	w := uint64(len(k.key)) + uint64(len(it.val)) + entryOverhead
+func newCache(maxBytes int64) *cache {
+	return otter.Must(&otter.Options[string, item]{
+		MaximumWeight:    uint64(maxBytes),
+		Weigher:          weigh,
+		ExpiryCalculator: expiry{},
+	})
+}
+
+func weigh(k string, it item) uint32 {
+	w := uint64(len(k)) + uint64(len(it.val)) + entryOverhead
 	return uint32(min(w, math.MaxUint32))
 }
 
@@ -113,32 +118,52 @@ func remaining(it item) time.Duration {
 	return max(time.Duration(it.exp-time.Now().UnixNano()), 0)
 }
 
-func (expiry) ExpireAfterCreate(e otter.Entry[key, item]) time.Duration { return remaining(e.Value) }
-func (expiry) ExpireAfterUpdate(e otter.Entry[key, item], _ item) time.Duration {
+func (expiry) ExpireAfterCreate(e otter.Entry[string, item]) time.Duration { return remaining(e.Value) }
+func (expiry) ExpireAfterUpdate(e otter.Entry[string, item], _ item) time.Duration {
 	return remaining(e.Value)
 }
-func (expiry) ExpireAfterRead(e otter.Entry[key, item]) time.Duration { return e.ExpiresAfter() }
+func (expiry) ExpireAfterRead(e otter.Entry[string, item]) time.Duration { return e.ExpiresAfter() }
 
-// Open returns a namespace of the cache for one route.
+// Open returns the route's cache, creating it on first use; the same
+// route name reopened (a reload) finds its keys again.
 func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Backend, error) {
 	if err := refuse(spec); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ns, ok := d.namespaces[spec.Name]
+	rc, ok := d.routes[spec.Name]
 	if !ok {
-		ns = uint32(len(d.namespaces) + 1)
-		d.namespaces[spec.Name] = ns
+		rc = &routeCache{c: newCache(d.maxBytes)}
+		d.routes[spec.Name] = rc
+		d.rebalanceLocked()
 	}
-	return &Store{c: d.cache, ns: ns, shared: func() bool { return d.sharedNS() }}, nil
+	rc.refs++
+	return &Store{c: rc.c, release: func() { d.release(spec.Name, rc) }}, nil
 }
 
-// sharedNS reports whether more than one route has opened the cache.
-func (d *Driver) sharedNS() bool {
+// release drops a route's cache when its last Store closes.
+func (d *Driver) release(name string, rc *routeCache) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.namespaces) > 1
+	if rc.refs--; rc.refs > 0 || d.routes[name] != rc {
+		return
+	}
+	delete(d.routes, name)
+	rc.c.InvalidateAll()
+	rc.c.StopAllGoroutines()
+	d.rebalanceLocked()
+}
+
+// rebalanceLocked splits the budget evenly between the open routes.
+func (d *Driver) rebalanceLocked() {
+	if len(d.routes) == 0 {
+		return
+	}
+	share := uint64(d.maxBytes) / uint64(len(d.routes))
+	for _, rc := range d.routes {
+		rc.c.SetMaximum(share)
+	}
 }
 
 func refuse(spec backends.RouteSpec) error {
@@ -153,19 +178,32 @@ func refuse(spec backends.RouteSpec) error {
 	return nil
 }
 
-// Close stops the cache's goroutines and drops its entries.
+// Close stops every route's cache and drops its entries.
 func (d *Driver) Close() error {
-	d.cache.InvalidateAll()
-	d.cache.StopAllGoroutines()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, rc := range d.routes {
+		rc.c.InvalidateAll()
+		rc.c.StopAllGoroutines()
+		delete(d.routes, name)
+	}
 	return nil
 }
 
-// Info reports the cache's size for INFO.
+// Info reports the driver's size for INFO.
 func (d *Driver) Info(context.Context) [][2]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var entries int
+	var used uint64
+	for _, rc := range d.routes {
+		entries += rc.c.EstimatedSize()
+		used += rc.c.WeightedSize()
+	}
 	return [][2]string{
-		{"backend_" + d.name + "_entries", strconv.Itoa(d.cache.EstimatedSize())},
-		{"backend_" + d.name + "_used_bytes", strconv.FormatUint(d.cache.WeightedSize(), 10)},
-		{"backend_" + d.name + "_max_bytes", strconv.FormatUint(d.cache.GetMaximum(), 10)},
+		{"backend_" + d.name + "_entries", strconv.Itoa(entries)},
+		{"backend_" + d.name + "_used_bytes", strconv.FormatUint(used, 10)},
+		{"backend_" + d.name + "_max_bytes", strconv.FormatInt(d.maxBytes, 10)},
 	}
 }
 

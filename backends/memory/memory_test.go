@@ -49,6 +49,21 @@ func TestNamespaces(t *testing.T) {
 	if n, _ := b.(backends.Sizer).Len(ctx); n != 0 {
 		t.Fatalf("Len(b) = %d, want 0", n)
 	}
+	// Two routes split the budget; closing one gives it all back.
+	if ca, cb := a.(*Store).c.GetMaximum(), b.(*Store).c.GetMaximum(); ca != 1<<19 || cb != 1<<19 {
+		t.Fatalf("budgets = %d, %d; want half each", ca, cb)
+	}
+	b.Close()
+	if ca := a.(*Store).c.GetMaximum(); ca != 1<<20 {
+		t.Fatalf("budget after the other route closed = %d, want all of it", ca)
+	}
+	// The last Store of a route drops its keys.
+	b2 := open(t, d, "b")
+	b2.Set(ctx, "k", []byte("v"), backends.SetOptions{})
+	b2.Close()
+	if _, ok, _ := open(t, d, "b").Get(ctx, "k"); ok {
+		t.Fatalf("a route closed for good kept its keys")
+	}
 }
 
 func TestMaxBytes(t *testing.T) {
@@ -63,8 +78,9 @@ func TestMaxBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d.cache.CleanUp()
-	if used := d.cache.WeightedSize(); used > budget {
+	c := b.(*Store).c
+	c.CleanUp()
+	if used := c.WeightedSize(); used > budget {
 		t.Fatalf("cache holds %d bytes, over its %d budget", used, budget)
 	}
 }

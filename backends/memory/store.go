@@ -5,6 +5,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/maypok86/otter/v2"
@@ -12,22 +13,24 @@ import (
 	"github.com/pgcache/pgcache/backends"
 )
 
-// Store is one route's namespace of a memory driver.
+// Store is one route's cache of a memory driver.
 //
 // Reads check each item's deadline against the clock themselves; otter's own
 // expiry only frees the memory. Every read-modify-write runs inside otter's
 // Compute, under the lock of the key's bucket, so concurrent INCRs lose
 // nothing and SET NX has exactly one winner.
 type Store struct {
-	c      *otter.Cache[key, item]
-	ns     uint32
-	shared func() bool
+	c       *cache
+	release func()
+	closed  sync.Once
 }
 
-func (s *Store) k(k string) key { return key{ns: s.ns, key: k} }
+// k is a key for a lookup: borrowed keys are fine, otter keeps none.
+func (s *Store) k(k string) string { return k }
 
-// owned is a key the cache may keep: keys passed in are borrowed.
-func (s *Store) owned(k string) key { return key{ns: s.ns, key: strings.Clone(k)} }
+// owned is a key the cache may keep: keys passed in are borrowed, and otter
+// keeps the key a write is called with.
+func (s *Store) owned(k string) string { return strings.Clone(k) }
 
 func now() int64 { return time.Now().UnixNano() }
 
@@ -245,24 +248,19 @@ func (s *Store) TTL(_ context.Context, k string) (time.Duration, error) {
 	return time.Duration(it.exp - n), nil
 }
 
-// Len counts the route's live keys: cheap when the route has the cache to
-// itself, a scan of the cache when routes share it.
+// Len counts the route's keys, as otter estimates (expired entries not
+// yet removed included).
 func (s *Store) Len(context.Context) (int64, error) {
-	if !s.shared() {
-		return int64(s.c.EstimatedSize()), nil
-	}
-	n, count := now(), int64(0)
-	for k, it := range s.c.All() {
-		if k.ns == s.ns && it.live(n) {
-			count++
-		}
-	}
-	return count, nil
+	return int64(s.c.EstimatedSize()), nil
 }
 
-// Close does nothing: the entries belong to the driver, and stay for the
-// route that reopens this namespace after a reload.
-func (s *Store) Close() error { return nil }
+// Close releases the route's cache: the last Store of a route drops it. A
+// reload opens the new route table before it closes the old one, so a
+// route that stays keeps its keys.
+func (s *Store) Close() error {
+	s.closed.Do(s.release)
+	return nil
+}
 
 var (
 	_ backends.Backend = (*Store)(nil)
