@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -53,41 +54,75 @@ CREATE UNLOGGED TABLE IF NOT EXISTS ` + Schema + `.fence_log (
     tbl  text  NOT NULL,
     keys jsonb
 ) WITH (autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_scale_factor = 0);
-CREATE OR REPLACE FUNCTION ` + Schema + `.fence() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $fn$
-DECLARE
-  tbl     text := TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME;
-  keyexpr text;
-  src     text;
-BEGIN
-  IF TG_OP = 'TRUNCATE' OR TG_NARGS = 0 THEN
-    INSERT INTO ` + Schema + `.fence_log VALUES (tbl, NULL);
-    RETURN NULL;
-  END IF;
-  IF TG_NARGS = 1 THEN
-    keyexpr := format('to_jsonb(%I)', TG_ARGV[0]);
-  ELSE
-    SELECT 'jsonb_build_array(' || string_agg(format('%I', a), ', ') || ')'
-      INTO keyexpr FROM unnest(TG_ARGV) AS a;
-  END IF;
-  src := CASE TG_OP
-    WHEN 'INSERT' THEN format('SELECT %s AS k FROM pgcache_new', keyexpr)
-    WHEN 'DELETE' THEN format('SELECT %s AS k FROM pgcache_old', keyexpr)
-    ELSE format('SELECT %1$s AS k FROM pgcache_old UNION SELECT %1$s FROM pgcache_new', keyexpr)
-  END;
-  EXECUTE format('INSERT INTO ` + Schema + `.fence_log
-      SELECT $1, keys FROM (SELECT jsonb_agg(DISTINCT k) AS keys FROM (%s) s) a
-      WHERE keys IS NOT NULL', src) USING tbl;
-  RETURN NULL;
-END
-$fn$`
+GRANT USAGE ON SCHEMA ` + Schema + ` TO PUBLIC;
+GRANT INSERT ON ` + Schema + `.fence_log TO PUBLIC`
 
-// The triggers Attach installs, by event.
-var triggers = []struct{ name, event, referencing string }{
-	{"pgcache_fence_ins", "INSERT", "REFERENCING NEW TABLE AS pgcache_new"},
-	{"pgcache_fence_upd", "UPDATE", "REFERENCING OLD TABLE AS pgcache_old NEW TABLE AS pgcache_new"},
-	{"pgcache_fence_del", "DELETE", "REFERENCING OLD TABLE AS pgcache_old"},
-	{"pgcache_fence_trunc", "TRUNCATE", ""},
+// fenceFunctions are a table's trigger functions, one per event, with the
+// table name and key expression written in: no dynamic SQL and no SET
+// clause per statement, because every write to the table runs them. {fn}
+// is the functions' name prefix, {tbl} the table as fences name it (a SQL
+// literal), {rel} the table's key expression ({k}) over the transition
+// table.
+//
+// Writers need only INSERT on the log (granted to PUBLIC), so the functions
+// run with the writer's rights, not SECURITY DEFINER.
+const fenceFunctions = `
+CREATE OR REPLACE FUNCTION {fn}_ins() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO ` + Schema + `.fence_log SELECT {tbl}, jsonb_agg({k}) FROM pgcache_new HAVING count(*) > 0;
+  RETURN NULL;
+END $fn$;
+CREATE OR REPLACE FUNCTION {fn}_del() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO ` + Schema + `.fence_log SELECT {tbl}, jsonb_agg({k}) FROM pgcache_old HAVING count(*) > 0;
+  RETURN NULL;
+END $fn$;
+CREATE OR REPLACE FUNCTION {fn}_upd() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  -- old and new keys: an UPDATE may change a primary key
+  INSERT INTO ` + Schema + `.fence_log SELECT {tbl}, jsonb_agg(k)
+    FROM (SELECT {k} AS k FROM pgcache_old UNION SELECT {k} FROM pgcache_new) s HAVING count(*) > 0;
+  RETURN NULL;
+END $fn$;
+CREATE OR REPLACE FUNCTION {fn}_trunc() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO ` + Schema + `.fence_log VALUES ({tbl}, NULL);
+  RETURN NULL;
+END $fn$`
+
+// The triggers Attach installs, by event, and the suffix of the function
+// each runs.
+var triggers = []struct{ name, event, referencing, fn string }{
+	{"pgcache_fence_ins", "INSERT", "REFERENCING NEW TABLE AS pgcache_new", "ins"},
+	{"pgcache_fence_upd", "UPDATE", "REFERENCING OLD TABLE AS pgcache_old NEW TABLE AS pgcache_new", "upd"},
+	{"pgcache_fence_del", "DELETE", "REFERENCING OLD TABLE AS pgcache_old", "del"},
+	{"pgcache_fence_trunc", "TRUNCATE", "", "trunc"},
+}
+
+// functionPrefix names a table's trigger functions in the pgcache schema:
+// fence_<table>_<hash>, short enough for PostgreSQL's 63-byte names and
+// unique per schema.table.
+func functionPrefix(schema, name string) string {
+	h := fnv.New32a()
+	h.Write([]byte(schema + "." + name))
+	short := name
+	if len(short) > 32 {
+		short = short[:32]
+	}
+	return fmt.Sprintf("fence_%s_%08x", short, h.Sum32())
+}
+
+// keyExpr renders the primary key of a transition table row as JSON: one
+// column as its JSON value, several as an array.
+func keyExpr(cols []string) string {
+	if len(cols) == 1 {
+		return "to_jsonb(" + pgx.Identifier{cols[0]}.Sanitize() + ")"
+	}
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = pgx.Identifier{c}.Sanitize()
+	}
+	return "jsonb_build_array(" + strings.Join(parts, ", ") + ")"
 }
 
 // ErrNoPrimaryKey: a table without a primary key has no keys to fence.
@@ -102,26 +137,22 @@ func Attach(ctx context.Context, db Querier, table string) error {
 		return err
 	}
 	qualified := pgx.Identifier{schema, name}.Sanitize()
-	var args []string
-	for _, c := range cols {
-		args = append(args, quoteLiteral(c))
-	}
-	stmts := []string{setupSQL}
+	fn := Schema + "." + functionPrefix(schema, name)
+	stmts := []string{setupSQL, strings.NewReplacer(
+		"{fn}", fn,
+		"{tbl}", quoteLiteral(schema+"."+name),
+		"{k}", keyExpr(cols),
+	).Replace(fenceFunctions)}
 	for _, tr := range triggers {
-		fnArgs := strings.Join(args, ", ")
-		if tr.event == "TRUNCATE" {
-			fnArgs = ""
-		}
 		stmts = append(stmts,
 			fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s", tr.name, qualified),
-			fmt.Sprintf("CREATE TRIGGER %s AFTER %s ON %s %s FOR EACH STATEMENT EXECUTE FUNCTION %s.fence(%s)",
-				tr.name, tr.event, qualified, tr.referencing, Schema, fnArgs))
+			fmt.Sprintf("CREATE TRIGGER %s AFTER %s ON %s %s FOR EACH STATEMENT EXECUTE FUNCTION %s_%s()",
+				tr.name, tr.event, qualified, tr.referencing, fn, tr.fn))
 	}
 	return inTx(ctx, db, stmts)
 }
 
-// Detach removes the triggers from table. The log and the function stay:
-// other tables may use them.
+// Detach removes the triggers from table. Its functions and the log stay.
 func Detach(ctx context.Context, db Querier, table string) error {
 	schema, name, err := resolve(ctx, db, table)
 	if err != nil {

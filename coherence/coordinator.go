@@ -83,6 +83,11 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 	c.mu.Lock()
 	prepares := append([]func(context.Context) error(nil), c.prepares...)
 	c.mu.Unlock()
+	for _, t := range c.Tiers() {
+		if t.prepare != nil {
+			prepares = append(prepares, t.prepare)
+		}
+	}
 	for _, p := range prepares {
 		if err := p(ctx); err != nil {
 			return err
@@ -105,6 +110,38 @@ func (c *Coordinator) NewTier(route string, b backends.Backend, opts L1) (*Tier,
 	return t, nil
 }
 
+// AddTier is NewTier for a tier whose table needs work on every
+// (re)connect of the listener before fences for it can be trusted:
+// creating the table, attaching its triggers. prepare runs for as long as
+// the tier is open, and is forgotten when it closes.
+//
+// On a coordinator that is already running (a reload adds a route),
+// prepare also runs once now, before the tier is returned: the listener
+// may be online already and would not run it until its next reconnect,
+// and a tier must never serve a table whose writes publish no fences. Its
+// error is returned, and the tier is not made.
+func (c *Coordinator) AddTier(ctx context.Context, route string, b backends.Backend, opts L1, prepare func(ctx context.Context) error) (*Tier, error) {
+	t, err := NewTier(b, c.Fences, opts)
+	if err != nil {
+		return nil, err
+	}
+	t.route = route
+	t.prepare = prepare
+	c.mu.Lock()
+	c.tiers = append(c.tiers, t)
+	running := c.cancel != nil
+	c.mu.Unlock()
+	if running && prepare != nil {
+		if err := prepare(ctx); err != nil {
+			// Forgotten by Tiers; b stays the caller's to close.
+			t.closed.Store(true)
+			t.cache.StopAllGoroutines()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
 // Tiers returns the tiers made by NewTier that are not closed.
 func (c *Coordinator) Tiers() []*Tier {
 	c.mu.Lock()
@@ -122,15 +159,20 @@ func (c *Coordinator) Tiers() []*Tier {
 // Start runs the listener and the relay until Close.
 func (c *Coordinator) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
+	c.mu.Lock()
 	c.cancel = cancel
+	c.mu.Unlock()
 	c.wg.Go(func() { c.Listener.Run(ctx) })
 	c.wg.Go(func() { c.Relay.Run(ctx) })
 }
 
 // Close stops the listener and the relay; the fences go offline.
 func (c *Coordinator) Close() {
-	if c.cancel != nil {
-		c.cancel()
+	c.mu.Lock()
+	cancel := c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 	c.wg.Wait()
 	c.Fences.SetOnline(false)

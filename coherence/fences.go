@@ -38,6 +38,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultBuckets is the number of key buckets: 64Ki sequences, 512 KiB.
@@ -60,6 +61,10 @@ type Fences struct {
 	// online is false while fences may be missed (the LISTEN connection is
 	// down, or not yet proven): the L1 tiers neither serve nor fill.
 	online atomic.Bool
+
+	// proven is a unix time in nanoseconds before which every fence logged
+	// has been received (see Listener.Proven).
+	proven atomic.Int64
 
 	Stats Stats
 }
@@ -112,6 +117,16 @@ func (f *Fences) Valid(tok Token, table *Table, h uint64) bool {
 		f.buckets[h&f.mask].Load() <= t &&
 		f.all.Load() <= t &&
 		table.seq.Load() <= t
+}
+
+// Proven returns a time before which every fence logged in the database
+// has been received here; zero until the first canary comes back.
+func (f *Fences) Proven() time.Time {
+	n := f.proven.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // Online reports whether fences are being received.

@@ -293,6 +293,7 @@ func (l *Listener) canaryBack(token string) {
 	now := time.Now()
 	l.Stats.FenceLagNanos.Store(int64(now.Sub(l.sentAt)))
 	l.canary, l.lastOK, l.proven = "", now, l.sentAt
+	l.f.proven.Store(l.sentAt.UnixNano())
 	l.mu.Unlock()
 	if l.state.Load() != int32(StateOnline) {
 		l.f.SetOnline(true)

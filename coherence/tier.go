@@ -41,15 +41,16 @@ type TierStats struct {
 // fence the key locally, so this instance reads its own writes at once;
 // the trigger's notification fences every other instance.
 type Tier struct {
-	route  string
-	closed atomic.Bool
-	b      backends.Backend
-	fenced backends.Fenced
-	expiry backends.ExpiryReader // nil: entries live for L1.TTL
-	f      *Fences
-	table  *Table
-	ttl    time.Duration
-	cache  *otter.Cache[string, entry]
+	route   string
+	prepare func(ctx context.Context) error // see Coordinator.AddTier
+	closed  atomic.Bool
+	b       backends.Backend
+	fenced  backends.Fenced
+	expiry  backends.ExpiryReader // nil: entries live for L1.TTL
+	f       *Fences
+	table   *Table
+	ttl     time.Duration
+	cache   *otter.Cache[string, entry]
 
 	mu      sync.Mutex
 	flights map[string]*flight

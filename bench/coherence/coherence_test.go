@@ -1,0 +1,116 @@
+package coherence
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The bench end to end at a tiny size: pgcache ends with no stale entry,
+// and every stack and overhead variant is recorded.
+func TestTinyRun(t *testing.T) {
+	out := t.TempDir()
+	var stdout strings.Builder
+	results, err := Run(context.Background(), Options{
+		Rows: 500, Readers: 8, Writers: 4, UpdateRate: 400, Duration: 2 * time.Second, Instances: 2,
+		OverheadDuration: 500 * time.Millisecond, Out: out,
+	}, &stdout)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	t.Log(stdout.String())
+	recs := readJSONL(t, filepath.Join(out, "results.jsonl"))
+	if len(recs) != len(results) {
+		t.Fatalf("results.jsonl has %d records, Run returned %d", len(recs), len(results))
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		seen[r.Kind+"/"+r.Stack+r.Variant] = true
+		if r.ReadErrors != 0 || r.WriteErrors != 0 {
+			t.Errorf("%s %s%s: %d read and %d write errors (first: %s)", r.Kind, r.Stack, r.Variant, r.ReadErrors, r.WriteErrors, r.FirstError)
+		}
+		if r.Kind == "stack" && (r.Reads == 0 || r.Updates == 0) {
+			t.Errorf("%s: %d reads, %d updates", r.Stack, r.Reads, r.Updates)
+		}
+		if r.Stack == StackPgcache {
+			if r.Stale != 0 {
+				t.Errorf("pgcache ended with %d stale entries", r.Stale)
+			}
+			if r.Entries == 0 || r.HitRatio == nil || *r.HitRatio == 0 {
+				t.Errorf("pgcache cached nothing: entries %d, hit ratio %v", r.Entries, r.HitRatio)
+			}
+		}
+	}
+	for _, want := range []string{"stack/pgcache", "stack/valkey-cache-aside", "stack/prepared-sql",
+		"write_overhead/plain", "write_overhead/fenced", "write_overhead/update+del"} {
+		if !seen[want] {
+			t.Errorf("no %s record", want)
+		}
+	}
+	if html, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !strings.Contains(string(html), "<svg") {
+		t.Errorf("report.html: %v", err)
+	}
+}
+
+// With unlimited writers and a delay between the cache-aside reader's
+// SELECT and its SET, Valkey cache-aside ends with stale entries: the race
+// pgcache exists to remove. pgcache, same load, ends with none.
+func TestCacheAsideRace(t *testing.T) {
+	var stdout strings.Builder
+	results, err := Run(context.Background(), Options{
+		Rows: 50, Readers: 8, Writers: 8, UpdateRate: 0, Duration: 3 * time.Second,
+		Stacks: []string{StackPgcache, StackCacheAside}, FillDelay: 2 * time.Millisecond, OverheadDuration: -1,
+	}, &stdout)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	t.Log(stdout.String())
+	for _, r := range results {
+		switch r.Stack {
+		case StackPgcache:
+			if r.Stale != 0 {
+				t.Errorf("pgcache: %d stale entries", r.Stale)
+			}
+		case StackCacheAside:
+			if r.Stale == 0 {
+				t.Errorf("valkey-cache-aside ended with no stale entry under the forced race (%d cached)", r.Entries)
+			}
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	_, err := Run(context.Background(), Options{Stacks: []string{"memcached"}}, &strings.Builder{})
+	if err == nil || !strings.Contains(err.Error(), `unknown stack "memcached"`) || !strings.Contains(err.Error(), StackPgcache) {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = Run(context.Background(), Options{PGDSN: "postgres://nobody@127.0.0.1:1/none?connect_timeout=2", OverheadDuration: -1,
+		Stacks: []string{StackSQL}}, &strings.Builder{})
+	if err == nil || !strings.Contains(err.Error(), "connect to PostgreSQL") {
+		t.Fatalf("unreachable DSN: err = %v", err)
+	}
+}
+
+func readJSONL(t *testing.T, path string) []Result {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var recs []Result
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r Result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s: %v", sc.Text(), err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}

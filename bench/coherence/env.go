@@ -1,0 +1,113 @@
+package coherence
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pgcache/pgcache/coherence"
+	"github.com/pgcache/pgcache/internal/testenv"
+)
+
+// Tables of the run: readers and writers use rowsTable; the write-overhead
+// measurements compare plainTable (no triggers) with rowsTable (fenced).
+const (
+	rowsTable  = "bench_coh_rows"
+	plainTable = "bench_coh_plain"
+)
+
+// env is the servers of a run: given, or started for it and stopped after.
+type env struct {
+	dsn, valkeyAddr string
+	db              *pgxpool.Pool
+	valkey          *redis.Client
+	database        string
+	stops           []func() error
+}
+
+func startEnv(ctx context.Context, o *Options) (*env, error) {
+	e := &env{dsn: o.PGDSN, valkeyAddr: o.ValkeyAddr}
+	if e.dsn == "" {
+		pg, err := testenv.StartPostgres()
+		if err != nil {
+			return nil, fmt.Errorf("start PostgreSQL: %w", err)
+		}
+		e.stops = append(e.stops, pg.Stop)
+		e.dsn = pg.DSN()
+	}
+	if e.valkeyAddr == "" && o.needsValkey() {
+		rd, err := testenv.StartRedis()
+		if err != nil {
+			e.close()
+			return nil, fmt.Errorf("start Valkey/Redis: %w", err)
+		}
+		e.stops = append(e.stops, rd.Stop)
+		e.valkeyAddr = rd.Addr()
+	}
+	cfg, err := pgxpool.ParseConfig(e.dsn)
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("--pg-dsn: %w", err)
+	}
+	cfg.MaxConns = int32(max(o.Readers, o.Writers) + 4)
+	if e.db, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		e.close()
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	if err := e.db.QueryRow(ctx, "SELECT current_database()").Scan(&e.database); err != nil {
+		e.close()
+		return nil, fmt.Errorf("connect to PostgreSQL %s: %w", redactDSN(e.dsn), err)
+	}
+	if e.valkeyAddr != "" {
+		e.valkey = redis.NewClient(&redis.Options{Addr: e.valkeyAddr, PoolSize: max(o.Readers, o.Writers) + 4, DisableIdentity: true})
+		if err := e.valkey.Ping(ctx).Err(); err != nil {
+			e.close()
+			return nil, fmt.Errorf("connect to Valkey %s: %w", e.valkeyAddr, err)
+		}
+	}
+	return e, nil
+}
+
+func redactDSN(dsn string) string {
+	if cfg, err := pgxpool.ParseConfig(dsn); err == nil {
+		c := cfg.ConnConfig
+		return fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+	}
+	return "(unparsable DSN)"
+}
+
+func (e *env) close() {
+	if e.valkey != nil {
+		e.valkey.Close()
+	}
+	if e.db != nil {
+		e.db.Close()
+	}
+	for i := len(e.stops) - 1; i >= 0; i-- {
+		e.stops[i]()
+	}
+}
+
+// seed (re)creates the tables with rows rows each; rowsTable gets the fence
+// triggers, plainTable none.
+func (e *env) seed(ctx context.Context, rows int) error {
+	for _, t := range []string{rowsTable, plainTable} {
+		if _, err := e.db.Exec(ctx, fmt.Sprintf(`
+			DROP TABLE IF EXISTS %[1]s;
+			CREATE TABLE %[1]s (id bigint PRIMARY KEY, v bigint NOT NULL, payload text NOT NULL) WITH (fillfactor = 70);
+			INSERT INTO %[1]s SELECT g, 0, md5(g::text) FROM generate_series(1, %[2]d) g`, t, rows)); err != nil {
+			return fmt.Errorf("seed %s: %w", t, err)
+		}
+		if _, err := e.db.Exec(ctx, "VACUUM ANALYZE "+t); err != nil {
+			return fmt.Errorf("vacuum %s: %w", t, err)
+		}
+	}
+	return coherence.Attach(ctx, e.db, "public."+rowsTable)
+}
+
+// rowJSON is the row as pgcache's table route renders it.
+const rowJSON = `SELECT row_to_json(t)::text FROM ` + rowsTable + ` AS t WHERE id = $1`
+
+const updateSQL = `UPDATE %s SET v = v + 1, payload = md5(random()::text) WHERE id = $1`

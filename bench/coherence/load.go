@@ -1,0 +1,139 @@
+package coherence
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// readFunc reads row id once and says whether a cache answered it.
+type readFunc func(ctx context.Context, id int64) (hit bool, err error)
+
+// writeFunc changes row id.
+type writeFunc func(ctx context.Context, id int64) error
+
+// loadResult is what one reads-while-writing run measured.
+type loadResult struct {
+	reads, hits, readErrs int64
+	updates, writeErrs    int64
+	elapsed               time.Duration
+	latency               *hdrhistogram.Histogram // microseconds
+	firstErr              error
+}
+
+// runLoad runs readers and writers for d: readers as fast as they can,
+// writers at rate UPDATEs per second in all (0: as fast as they can). Both
+// loops are bounded by d and by a count.
+func runLoad(ctx context.Context, o *Options, read readFunc, write writeFunc, progress io.Writer, label string) *loadResult {
+	ctx, cancel := context.WithTimeout(ctx, o.Duration)
+	defer cancel()
+	res := &loadResult{latency: hdrhistogram.New(1, 60_000_000, 3)}
+	var mu sync.Mutex
+	var errOnce sync.Once
+	noteErr := func(err error) { errOnce.Do(func() { res.firstErr = err }) }
+	var reads, hits, readErrs, updates, writeErrs atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for r := range o.Readers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(r), uint64(start.UnixNano())))
+			h := hdrhistogram.New(1, 60_000_000, 3)
+			for n := 0; n < maxOps && ctx.Err() == nil; n++ {
+				id := 1 + rng.Int64N(int64(o.Rows))
+				t0 := time.Now()
+				hit, err := read(ctx, id)
+				if ctx.Err() != nil {
+					break
+				}
+				if err != nil {
+					readErrs.Add(1)
+					noteErr(fmt.Errorf("read: %w", err))
+					continue
+				}
+				h.RecordValue(max(time.Since(t0).Microseconds(), 1))
+				reads.Add(1)
+				if hit {
+					hits.Add(1)
+				}
+			}
+			mu.Lock()
+			res.latency.Merge(h)
+			mu.Unlock()
+		})
+	}
+	if write != nil {
+		for w := range o.Writers {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(w)+1000, uint64(start.UnixNano())))
+				// Each writer takes an even share of the rate, paced by a
+				// schedule so that a slow UPDATE is caught up, not lost.
+				var every time.Duration
+				if o.UpdateRate > 0 {
+					every = time.Duration(float64(time.Second) * float64(o.Writers) / float64(o.UpdateRate))
+				}
+				next := start
+				for n := 0; n < maxOps && ctx.Err() == nil; n++ {
+					if every > 0 {
+						next = next.Add(every)
+						if d := time.Until(next); d > 0 {
+							select {
+							case <-ctx.Done():
+							case <-time.After(d):
+							}
+						}
+					}
+					if err := write(ctx, 1+rng.Int64N(int64(o.Rows))); err != nil {
+						if ctx.Err() == nil {
+							writeErrs.Add(1)
+							noteErr(fmt.Errorf("write: %w", err))
+						}
+						continue
+					}
+					updates.Add(1)
+				}
+			})
+		}
+	}
+	stop := watch(progress, label, o.Duration, start, &reads, &updates)
+	wg.Wait()
+	stop()
+	res.elapsed = time.Since(start)
+	res.reads, res.hits, res.readErrs = reads.Load(), hits.Load(), readErrs.Load()
+	res.updates, res.writeErrs = updates.Load(), writeErrs.Load()
+	return res
+}
+
+// maxOps bounds every load loop by count as well as by time.
+const maxOps = 1 << 30
+
+// watch prints a progress line a second until stopped.
+func watch(w io.Writer, label string, total time.Duration, start time.Time, reads, updates *atomic.Int64) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		var lastR, lastU int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				r, u := reads.Load(), updates.Load()
+				fmt.Fprintf(w, "  %-20s %5.0fs/%.0fs  reads/s %8d  updates/s %7d\n", label,
+					time.Since(start).Seconds(), total.Seconds(), r-lastR, u-lastU)
+				lastR, lastU = r, u
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}

@@ -1,0 +1,117 @@
+// Package coherence is `pgcache bench coherence`: the "reads while writing"
+// table of seeds/001 on the user's own machine, with pgcache in place of
+// pg_local_cache. Readers read one row per request, uniform over a table,
+// while writers UPDATE it at a fixed rate; the stacks run one after another
+// on the same data:
+//
+//   - pgcache: a table route with a coherent L1; readers send RESP MGET of
+//     one CRUD: key.
+//   - valkey-cache-aside: readers GET from Valkey and, on a miss, SELECT the
+//     row and SET it; writers UPDATE, then DEL the key.
+//   - prepared-sql: readers SELECT the row with a prepared statement.
+//
+// After the writers stop and fences settle, every cached entry (every L1
+// entry of every instance, every Valkey key) is compared with PostgreSQL:
+// the stale count. A second table measures what invalidation costs writers.
+package coherence
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Stack names.
+const (
+	StackPgcache    = "pgcache"
+	StackCacheAside = "valkey-cache-aside"
+	StackSQL        = "prepared-sql"
+)
+
+// Stacks lists the stacks in the order they run.
+var Stacks = []string{StackPgcache, StackCacheAside, StackSQL}
+
+// Defaults: seeds/001's run (60k rows, 64 readers, 30,000 UPDATE/s).
+const (
+	DefaultRows             = 60000
+	DefaultReaders          = 64
+	DefaultWriters          = 16
+	DefaultUpdateRate       = 30000
+	DefaultDuration         = 30 * time.Second
+	DefaultOverheadDuration = 10 * time.Second
+	DefaultSettleTimeout    = 30 * time.Second
+)
+
+// Options configure a run. Zero values take the defaults.
+type Options struct {
+	Rows       int           // rows in the table
+	Readers    int           // concurrent readers
+	Writers    int           // concurrent writers
+	UpdateRate int           // UPDATEs per second across writers; 0 = as fast as they can
+	Duration   time.Duration // reads-while-writing time per stack
+	Instances  int           // pgcache instances sharing the database
+	Stacks     []string      // which stacks, in Stacks order
+
+	// FillDelay holds a cache-aside reader between its SELECT and its SET:
+	// a demonstration of the late-fill race (valkey-cache-aside only).
+	FillDelay time.Duration
+
+	// OverheadDuration is the length of each write-overhead measurement;
+	// negative skips them.
+	OverheadDuration time.Duration
+	// SettleTimeout bounds the wait for fences after the writers stop.
+	SettleTimeout time.Duration
+
+	PGDSN      string // existing PostgreSQL; "" starts a throwaway one
+	ValkeyAddr string // existing Valkey/Redis; "" starts a throwaway one
+	Out        string // directory for results.jsonl and report.html; "" none
+
+	// Progress receives live progress lines; nil is quiet.
+	Progress io.Writer
+}
+
+func (o *Options) fill() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.Rows, DefaultRows)
+	def(&o.Readers, DefaultReaders)
+	def(&o.Writers, DefaultWriters)
+	def(&o.Instances, 1)
+	if o.UpdateRate < 0 {
+		o.UpdateRate = 0
+	}
+	if o.Duration <= 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.OverheadDuration == 0 {
+		o.OverheadDuration = DefaultOverheadDuration
+	}
+	if o.SettleTimeout <= 0 {
+		o.SettleTimeout = DefaultSettleTimeout
+	}
+	if len(o.Stacks) == 0 {
+		o.Stacks = slices.Clone(Stacks)
+	}
+}
+
+func (o *Options) validate() error {
+	for _, s := range o.Stacks {
+		if !slices.Contains(Stacks, s) {
+			return fmt.Errorf("unknown stack %q (known: %s)", s, strings.Join(Stacks, ", "))
+		}
+	}
+	if o.Instances > 16 {
+		return fmt.Errorf("--instances %d: at most 16", o.Instances)
+	}
+	return nil
+}
+
+// needs reports whether a stack in the run uses Valkey.
+func (o *Options) needsValkey() bool {
+	return slices.Contains(o.Stacks, StackCacheAside) || o.OverheadDuration > 0
+}

@@ -1,0 +1,211 @@
+package coherence
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/coherence"
+)
+
+// Result is one line of results.jsonl: a stack's reads while writing
+// (kind "stack"), or one write-overhead measurement (kind "write_overhead").
+type Result struct {
+	Kind  string `json:"kind"`
+	Stack string `json:"stack,omitempty"`
+
+	ReadsPerS   float64  `json:"reads_per_s,omitempty"`
+	HitRatio    *float64 `json:"hit_ratio,omitempty"` // absent: no cache
+	P50ms       float64  `json:"p50_ms,omitempty"`
+	P99ms       float64  `json:"p99_ms,omitempty"`
+	UpdatesPerS float64  `json:"updates_per_s"`
+	Stale       int      `json:"stale"`
+	Entries     int      `json:"cached_entries"`
+	Reads       int64    `json:"reads,omitempty"`
+	Updates     int64    `json:"updates"`
+	ReadErrors  int64    `json:"read_errors"`
+	WriteErrors int64    `json:"write_errors"`
+	FirstError  string   `json:"first_error,omitempty"`
+
+	Variant    string  `json:"variant,omitempty"` // write overhead: plain, fenced, update+del
+	Writers    int     `json:"writers"`
+	Readers    int     `json:"readers,omitempty"`
+	Rows       int     `json:"rows"`
+	UpdateRate int     `json:"update_rate"`
+	Instances  int     `json:"instances,omitempty"`
+	FillDelay  float64 `json:"fill_delay_ms,omitempty"`
+	DurationS  float64 `json:"duration_s"`
+}
+
+// run is one `pgcache bench coherence`.
+type run struct {
+	o   *Options
+	env *env
+}
+
+// Run runs the stacks and the write-overhead measurements and writes the
+// tables to stdout (and results.jsonl and report.html to o.Out).
+func Run(ctx context.Context, o Options, stdout io.Writer) ([]Result, error) {
+	o.fill()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	e, err := startEnv(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	if err := e.seed(ctx, o.Rows); err != nil {
+		return nil, err
+	}
+	r := &run{o: &o, env: e}
+	var results []Result
+	for _, stack := range o.Stacks {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(stdout, "== %s: %d readers, %d writers at %s, %d rows, %v\n", stack, o.Readers, o.Writers, rateText(o.UpdateRate), o.Rows, o.Duration)
+		var sr *stackResult
+		switch stack {
+		case StackPgcache:
+			sr, err = r.runPgcache(ctx)
+		case StackCacheAside:
+			sr, err = r.runCacheAside(ctx)
+		case StackSQL:
+			sr, err = r.runSQL(ctx)
+		}
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", stack, err)
+		}
+		results = append(results, r.stackRecord(stack, sr))
+	}
+	if o.OverheadDuration > 0 && ctx.Err() == nil {
+		oh, err := r.overhead(ctx, stdout)
+		results = append(results, oh...)
+		if err != nil {
+			return results, err
+		}
+	}
+	printTables(stdout, results)
+	if o.Out != "" {
+		if err := writeOutputs(o.Out, results); err != nil {
+			return results, err
+		}
+		fmt.Fprintf(stdout, "\nwrote %s and %s\n", filepath.Join(o.Out, "results.jsonl"), filepath.Join(o.Out, "report.html"))
+	}
+	return results, ctx.Err()
+}
+
+func rateText(rate int) string {
+	if rate == 0 {
+		return "unlimited UPDATE/s"
+	}
+	return fmt.Sprintf("%d UPDATE/s", rate)
+}
+
+func (r *run) stackRecord(stack string, sr *stackResult) Result {
+	l := sr.load
+	res := Result{
+		Kind: "stack", Stack: stack,
+		ReadsPerS:   float64(l.reads) / l.elapsed.Seconds(),
+		P50ms:       float64(l.latency.ValueAtQuantile(50)) / 1000,
+		P99ms:       float64(l.latency.ValueAtQuantile(99)) / 1000,
+		UpdatesPerS: float64(l.updates) / l.elapsed.Seconds(),
+		Stale:       sr.stale, Entries: sr.entries,
+		Reads: l.reads, Updates: l.updates, ReadErrors: l.readErrs, WriteErrors: l.writeErrs,
+		Writers: r.o.Writers, Readers: r.o.Readers, Rows: r.o.Rows, UpdateRate: r.o.UpdateRate,
+		DurationS: l.elapsed.Seconds(),
+	}
+	if sr.hitRatio >= 0 {
+		h := sr.hitRatio
+		res.HitRatio = &h
+	}
+	if stack == StackPgcache {
+		res.Instances = r.o.Instances
+	}
+	if stack == StackCacheAside && r.o.FillDelay > 0 {
+		res.FillDelay = float64(r.o.FillDelay) / float64(time.Millisecond)
+	}
+	if l.firstErr != nil {
+		res.FirstError = l.firstErr.Error()
+	}
+	return res
+}
+
+// overhead measures UPDATE/s with 1 and 16 writers on a plain table, on
+// the fenced table (with a relay draining its fence log, as in production)
+// and on the plain table followed by a Valkey DEL.
+func (r *run) overhead(ctx context.Context, stdout io.Writer) ([]Result, error) {
+	c := coherence.NewCoordinator(r.env.db, coherence.CoordinatorOptions{}, zap.NewNop())
+	c.Start()
+	defer c.Close()
+	plain, fenced := fmt.Sprintf(updateSQL, plainTable), fmt.Sprintf(updateSQL, rowsTable)
+	variants := []struct {
+		name  string
+		write writeFunc
+	}{
+		{"plain", func(ctx context.Context, id int64) error { _, err := r.env.db.Exec(ctx, plain, id); return err }},
+		{"fenced", func(ctx context.Context, id int64) error { _, err := r.env.db.Exec(ctx, fenced, id); return err }},
+	}
+	if r.env.valkey != nil {
+		variants = append(variants, struct {
+			name  string
+			write writeFunc
+		}{"update+del", func(ctx context.Context, id int64) error {
+			if _, err := r.env.db.Exec(ctx, plain, id); err != nil {
+				return err
+			}
+			return r.env.valkey.Del(ctx, cacheKey(id)).Err()
+		}})
+	}
+	var out []Result
+	for _, writers := range []int{1, 16} {
+		for _, v := range variants {
+			fmt.Fprintf(stdout, "== write overhead: %s, %d writers, %v\n", v.name, writers, r.o.OverheadDuration)
+			o := *r.o
+			o.Readers, o.Writers, o.UpdateRate, o.Duration = 0, writers, 0, r.o.OverheadDuration
+			l := runLoad(ctx, &o, nil, v.write, r.o.Progress, "overhead "+v.name)
+			res := Result{
+				Kind: "write_overhead", Variant: v.name, Writers: writers, Rows: r.o.Rows,
+				UpdatesPerS: float64(l.updates) / l.elapsed.Seconds(), Updates: l.updates,
+				WriteErrors: l.writeErrs, DurationS: l.elapsed.Seconds(),
+			}
+			if l.firstErr != nil {
+				res.FirstError = l.firstErr.Error()
+			}
+			out = append(out, res)
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+		}
+	}
+	return out, nil
+}
+
+type atomicCounter struct{ n atomic.Int64 }
+
+func (c *atomicCounter) next() int64 { return c.n.Add(1) }
+
+func writeOutputs(dir string, results []Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeJSONL(filepath.Join(dir, "results.jsonl"), results); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return err
+	}
+	if err := writeHTML(f, results); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
