@@ -186,7 +186,9 @@ func Chown(path string, acct *Account) error {
 // practice that is when the test process exits.
 func Command(acct *Account, path string, args ...string) *exec.Cmd {
 	cmd := exec.Command(path, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGQUIT}
+	// Setpgid: a Ctrl-C at the terminal goes to the caller, which stops the
+	// server in order (after its load), not straight to the server.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGQUIT, Setpgid: true}
 	if acct != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: acct.UID, Gid: acct.GID}
 	}
