@@ -275,17 +275,9 @@ func (pg *PG) shutdownLocked(mode ShutdownMode) error {
 	if mode == ShutdownImmediate {
 		sig = syscall.SIGQUIT
 	}
-	if err := pg.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("testenv: stop postgres: %w", err)
-	}
-	select {
-	case <-pg.exited:
-	case <-time.After(postgresStopTimeout):
-		pg.killLocked()
-		return fmt.Errorf("testenv: postgres did not stop within %v; killed", postgresStopTimeout)
-	}
+	err := stopProcess("postgres", pg.cmd, pg.exited, sig, postgresStopTimeout)
 	pg.cmd, pg.exited = nil, nil
-	return nil
+	return err
 }
 
 // killLocked ends a server that will not stop by itself. Its backends exit
@@ -294,8 +286,7 @@ func (pg *PG) killLocked() {
 	if pg.cmd == nil {
 		return
 	}
-	pg.cmd.Process.Kill()
-	<-pg.exited
+	killProcess(pg.cmd, pg.exited)
 	pg.cmd, pg.exited = nil, nil
 }
 

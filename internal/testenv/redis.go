@@ -298,25 +298,16 @@ func (r *Redis) shutdownLocked() error {
 	if r.cmd == nil {
 		return nil
 	}
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("testenv: stop redis: %w", err)
-	}
-	select {
-	case <-r.exited:
-	case <-time.After(redisStopTimeout):
-		r.killLocked()
-		return fmt.Errorf("testenv: redis did not stop within %v; killed", redisStopTimeout)
-	}
+	err := stopProcess("redis", r.cmd, r.exited, syscall.SIGTERM, redisStopTimeout)
 	r.cmd, r.exited = nil, nil
-	return nil
+	return err
 }
 
 func (r *Redis) killLocked() {
 	if r.cmd == nil {
 		return
 	}
-	r.cmd.Process.Kill()
-	<-r.exited
+	killProcess(r.cmd, r.exited)
 	r.cmd, r.exited = nil, nil
 }
 

@@ -233,3 +233,25 @@ func tail(path string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// stopProcess signals a server this package started and waits until it has
+// exited (exited is closed by whoever waits on cmd); one that does not stop
+// within timeout is killed.
+func stopProcess(what string, cmd *exec.Cmd, exited <-chan struct{}, sig syscall.Signal, timeout time.Duration) error {
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("testenv: stop %s: %w", what, err)
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(timeout):
+		killProcess(cmd, exited)
+		return fmt.Errorf("testenv: %s did not stop within %v; killed", what, timeout)
+	}
+}
+
+// killProcess ends a server at once and waits until it has exited.
+func killProcess(cmd *exec.Cmd, exited <-chan struct{}) {
+	cmd.Process.Kill()
+	<-exited
+}
