@@ -10,7 +10,7 @@ ARGS    ?=
 # pg_ctl, pgbench) and Redis 7 standing in for Valkey, which bookworm lacks.
 TEST_PACKAGES := postgresql redis-server redis-tools
 
-.PHONY: all build run test test-deps lint fmt vet bench clean
+.PHONY: all build run test test-deps lint fmt vet bench clean quick medium long gen-targets proto-gen
 
 all: build
 
@@ -20,8 +20,9 @@ build:
 run: build
 	./$(BIN) run $(ARGS)
 
-## test: install what the tests need, check formatting and vet, run every test with -race.
-test: test-deps lint
+## test: install what the tests need, check formatting and vet, verify the
+## systemd units, run every test with -race.
+test: test-deps lint verify-units
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 test-deps:
@@ -29,6 +30,8 @@ test-deps:
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v redis-server >/dev/null 2>&1 || command -v valkey-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-tools"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
@@ -50,3 +53,55 @@ bench:
 
 clean:
 	rm -rf bin
+
+## install: the binary, the systemd unit, the pgcache user and an example
+## config (kept if present). PREFIX, SYSCONFDIR, UNITDIR and DESTDIR as usual.
+## tune-os: print, then apply, the sysctl settings and the PostgreSQL and
+## Valkey/Redis cgroup caps of seeds/000 (DRY_RUN=1 only prints).
+## verify-units: systemd-analyze verify and security on systemd/ (make test runs it).
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+DESTDIR    ?=
+DRY_RUN    ?=
+
+.PHONY: install tune-os verify-units
+
+install: build
+	PREFIX='$(PREFIX)' SYSCONFDIR='$(SYSCONFDIR)' UNITDIR='$(UNITDIR)' DESTDIR='$(DESTDIR)' systemd/install.sh $(BIN)
+
+tune-os:
+	DESTDIR='$(DESTDIR)' DRY_RUN='$(DRY_RUN)' systemd/tune-os.sh
+
+verify-units: build
+	systemd/verify.sh $(BIN)
+
+## quick, medium, long: `pgcache bench`, the engine comparison of seeds/000:
+## 5 s / 300 s / 600 s of GET per engine on throwaway PostgreSQL and Redis
+## (BENCH_ARGS adds flags, e.g. BENCH_ARGS='--engines memory,valkey --proto both').
+BENCH_ARGS ?=
+
+quick medium long: build test-deps
+	./$(BIN) bench $@ $(BENCH_ARGS)
+
+## gen-targets: new bench keys in gen/keys.txt (uuidv7, ulid and tsid columns).
+gen-targets: build
+	./$(BIN) bench gen-targets $(BENCH_ARGS)
+
+## proto-gen: regenerate bench/proto/benchpb from bench/proto/userdata.proto
+## with protoc (Debian's protobuf-compiler) and pinned Go plugins.
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_VTPROTO_VERSION := v0.6.0
+TOOLS                      := $(CURDIR)/bin/tools
+
+proto-gen:
+	@command -v protoc >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends protobuf-compiler; }
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(TOOLS) $(GO) install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@$(PROTOC_GEN_VTPROTO_VERSION)
+	cd bench/proto && PATH="$(TOOLS):$$PATH" protoc -I . \
+		--go_out=benchpb --go_opt=paths=source_relative \
+		--go-vtproto_out=benchpb \
+		--go-vtproto_opt=paths=source_relative,features=marshal+unmarshal+size+equal+pool,pool=github.com/pgcache/pgcache/bench/proto/benchpb.UserData \
+		userdata.proto

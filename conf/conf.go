@@ -26,6 +26,14 @@ type Config struct {
 	// Routes map keys to backends. With no backends and no routes, pgcache
 	// runs one catch-all route "memory" on a 256MiB memory backend "mem".
 	Routes []Route `koanf:"routes" json:"routes"`
+	// Auth makes clients authenticate: AUTH over RESP, a bearer token over
+	// HTTP (security.go). Off by default.
+	Auth Auth `koanf:"auth" json:"auth"`
+	// TLS serves the fronts it names over TLS (security.go). Off by default.
+	TLS TLS `koanf:"tls" json:"tls"`
+	// Insecure lets pgcache listen on an address other than loopback with
+	// auth off. Default false: such a config is refused.
+	Insecure bool `koanf:"insecure" json:"insecure"`
 }
 
 // Listen are the listen addresses.
@@ -36,6 +44,10 @@ type Listen struct {
 	HTTP string `koanf:"http" json:"http"`
 	// Admin is the admin API address (/metrics, /healthz, /config). Default 127.0.0.1:2019.
 	Admin string `koanf:"admin" json:"admin"`
+	// RESPUnix is a Unix socket path RESP is also served on; "" none. Default "".
+	RESPUnix string `koanf:"resp_unix" json:"resp_unix,omitempty"`
+	// RESPUnixMode is the socket's permission mode, octal. Default "0660".
+	RESPUnixMode decode.FileMode `koanf:"resp_unix_mode" json:"resp_unix_mode"`
 }
 
 // Log configures zap.

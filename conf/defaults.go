@@ -1,6 +1,10 @@
 package conf
 
-import "time"
+import (
+	"time"
+
+	"github.com/pgcache/pgcache/internal/decode"
+)
 
 // Defaults. Every field of Config not set by the file, the environment or a
 // flag takes its value from here (setDefaults), and each field's doc comment
@@ -9,6 +13,7 @@ const (
 	DefaultRESPAddr  = "127.0.0.1:6379"
 	DefaultHTTPAddr  = "127.0.0.1:8080"
 	DefaultAdminAddr = "127.0.0.1:2019" // Caddy's admin port, and its habit of loopback only
+	DefaultUnixMode  = 0o660            // owner and group may connect to listen.resp_unix
 
 	DefaultLogLevel  = "info"
 	DefaultLogFormat = "auto"
@@ -57,6 +62,8 @@ func defaultsMap() map[string]any {
 			"resp":  DefaultRESPAddr,
 			"http":  DefaultHTTPAddr,
 			"admin": DefaultAdminAddr,
+			// A string: a number here would be read back in decimal.
+			"resp_unix_mode": decode.FileMode(DefaultUnixMode).String(),
 		},
 		"log": map[string]any{
 			"level":  DefaultLogLevel,

@@ -27,11 +27,12 @@ const EnvPrefix = "PGCACHE_"
 
 // flagKeys are the command-line flags that set config keys.
 var flagKeys = map[string]string{
-	"listen-resp":  "listen.resp",
-	"listen-http":  "listen.http",
-	"listen-admin": "listen.admin",
-	"log-level":    "log.level",
-	"log-format":   "log.format",
+	"listen-resp":      "listen.resp",
+	"listen-http":      "listen.http",
+	"listen-admin":     "listen.admin",
+	"listen-resp-unix": "listen.resp_unix",
+	"log-level":        "log.level",
+	"log-format":       "log.format",
 }
 
 // AddFlags defines the flags Load reads on fs.
@@ -39,6 +40,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("listen-resp", DefaultRESPAddr, `RESP listen address ("" turns it off)`)
 	fs.String("listen-http", DefaultHTTPAddr, `HTTP data API listen address ("" turns it off)`)
 	fs.String("listen-admin", DefaultAdminAddr, `admin API listen address ("" turns it off)`)
+	fs.String("listen-resp-unix", "", "Unix socket path to serve RESP on too")
 	fs.String("log-level", DefaultLogLevel, "log level: debug, info, warn, error")
 	fs.String("log-format", DefaultLogFormat, "log format: auto, json or console")
 }
@@ -47,6 +49,9 @@ func AddFlags(fs *pflag.FlagSet) {
 type Source struct {
 	// File is a YAML config file; "" means none (the embedded default).
 	File string
+	// Bytes, when not nil, is read in place of File: a YAML (or JSON)
+	// config posted to the admin API's /load.
+	Bytes []byte
 	// Flags are parsed flags defined with AddFlags.
 	Flags *pflag.FlagSet
 	// Environ replaces os.Environ (tests).
@@ -55,11 +60,34 @@ type Source struct {
 
 // Load reads, decodes, fills in and validates the configuration.
 func Load(src Source) (*Config, error) {
+	cfg, err := Decode(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Decode is Load without validation, for a tool that only needs a few
+// settings of a config another process checks (`pgcache reload` reads the
+// admin address and token).
+func Decode(src Source) (*Config, error) {
 	k := koanf.New(".")
 	if err := k.Load(confmap.Provider(defaultsMap(), "."), nil); err != nil {
 		return nil, err
 	}
-	if src.File != "" {
+	switch {
+	case src.Bytes != nil:
+		m, err := yaml.Parser().Unmarshal(src.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if err := k.Load(confmap.Provider(m, ""), nil); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+	case src.File != "":
 		if _, err := os.Stat(src.File); err != nil {
 			return nil, fmt.Errorf("config file: %w", err)
 		}
@@ -96,9 +124,7 @@ func Load(src Source) (*Config, error) {
 	if len(cfg.Routes) == 0 && len(cfg.Backends) == 0 {
 		defaultRoutes(cfg)
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+	cfg.TLS.fill()
 	return cfg, nil
 }
 

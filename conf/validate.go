@@ -19,6 +19,9 @@ func (e *Errors) add(field, format string, args ...any) {
 	*e = append(*e, field+": "+fmt.Sprintf(format, args...))
 }
 
+// maxUnixPath is the room in sockaddr_un.sun_path (Linux), less the NUL.
+const maxUnixPath = 107
+
 // routeName is what fits in a URL path segment without escaping.
 var routeName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
@@ -43,8 +46,14 @@ func (c *Config) Validate() error {
 			errs.add(l.field, "%q is not host:port", l.addr)
 		}
 	}
-	if c.Listen.RESP == "" && c.Listen.HTTP == "" {
+	if c.Listen.RESP == "" && c.Listen.HTTP == "" && c.Listen.RESPUnix == "" {
 		errs.add("listen", "both resp and http are off: nothing would be served")
+	}
+	if len(c.Listen.RESPUnix) > maxUnixPath {
+		errs.add("listen.resp_unix", "%q is longer than %d bytes, the most a socket path may be", c.Listen.RESPUnix, maxUnixPath)
+	}
+	if c.Listen.RESPUnixMode&0o600 != 0o600 {
+		errs.add("listen.resp_unix_mode", "%v must let the owner read and write (0600 at least)", c.Listen.RESPUnixMode)
 	}
 	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
 		errs.add("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
@@ -56,6 +65,7 @@ func (c *Config) Validate() error {
 		errs.add("shutdown_timeout", "%v must be positive", c.ShutdownTimeout)
 	}
 	c.validateLimits(&errs)
+	c.validateSecurity(&errs)
 	c.validateBackends(&errs)
 	c.validateRoutes(&errs)
 	if len(errs) > 0 {

@@ -9,11 +9,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof" // its init also registers on http.DefaultServeMux, which pgcache never serves
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/internal/auth"
 )
 
 // DefaultAdminAddr is where the admin API listens by default: loopback
@@ -52,9 +56,10 @@ type AdminOptions struct {
 
 // Admin is the admin API server.
 type Admin struct {
-	opts AdminOptions
-	log  *zap.Logger
-	srv  *http.Server
+	opts  AdminOptions
+	log   *zap.Logger
+	srv   *http.Server
+	users atomic.Pointer[auth.Users]
 }
 
 // NewAdmin returns an admin API server. log is used as given (the caller
@@ -65,7 +70,7 @@ func NewAdmin(opts AdminOptions, log *zap.Logger) *Admin {
 	}
 	a := &Admin{opts: opts, log: log}
 	a.srv = &http.Server{
-		Handler:           a.Handler(),
+		Handler:           a.requireAuth(a.Handler()),
 		ReadHeaderTimeout: adminReadHeaderTimeout,
 		ReadTimeout:       adminReadTimeout,
 		WriteTimeout:      adminWriteTimeout,
@@ -189,11 +194,15 @@ func (a *Admin) load(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.opts.Load(context.WithoutCancel(r.Context()), body); err != nil {
-		a.log.Warn("config load refused", zap.Error(err))
-		text(w, http.StatusBadRequest, err.Error())
+		// One reason per line: a config can be wrong in several places,
+		// and `pgcache reload` prints them as they come.
+		w.Header().Set("Content-Type", contentTypeText)
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, strings.TrimRight(err.Error(), "\n")+"\n")
 		return
 	}
-	a.log.Info("config loaded")
 	text(w, http.StatusOK, "ok")
 }
 

@@ -7,11 +7,13 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"github.com/pgcache/pgcache/internal/auth"
 	"github.com/pgcache/pgcache/route"
 )
 
@@ -22,6 +24,7 @@ type Data struct {
 	log    *zap.Logger
 	m      *metrics
 	srv    *fasthttp.Server
+	users  atomic.Pointer[auth.Users]
 
 	// ctx is what backend calls run under. It is not the request's context:
 	// fasthttp cancels that one as soon as Shutdown starts, and Shutdown is

@@ -21,6 +21,9 @@ mget encodes values in standard base64 with padding (RFC 4648 §4, as Go's
 encoding/json writes []byte), so every byte string round-trips; an empty
 value is "" and an absent key null. Duplicated ids are answered once each.
 
+	401  auth is on and the request has no valid Authorization: Bearer
+	     token (auth.http_token or a user's password); answered before the
+	     path is looked at, with WWW-Authenticate: Bearer realm="pgcache"
 	400  missing, empty or repeated id (get, set), unknown or repeated
 	     argument, bad ttl, invalid key or value (backends.ErrBadKey,
 	     ErrBadValue), both Content-Length and Transfer-Encoding (then the
@@ -44,8 +47,12 @@ A write that failed never answers 2xx.
 	GET  /readyz         200 "ok"; 503 one line per backend that cannot serve
 	GET  /metrics        Prometheus text format
 	GET  /config         200 the running config as JSON, secrets redacted
-	POST /load           200 "ok"; 400 the reason the config was refused;
-	                     413 over 4MiB; 501 until reload is wired
+	POST /load           200 "ok"; 400 every reason the config was refused,
+	                     one per line; 413 over 4MiB
 	GET  /debug/pprof/   net/http/pprof: index, profiles, cmdline, symbol, trace
+
+With auth on, every admin endpoint but /healthz and /readyz takes the same
+bearer token as the data API (401 without it): probes need no secret, and
+/load, /config and pprof are not open to whoever reaches the port.
 */
 package httpapi

@@ -15,9 +15,12 @@ func (d *Data) handle(ctx *fasthttp.RequestCtx) {
 }
 
 // serve answers the request and says which action it was, for metrics.
-// Checks run from the outside in: the path, the route, the method, the
-// framing, then (in the action) the query and the body.
+// Checks run from the outside in: the credentials, the path, the route, the
+// method, the framing, then (in the action) the query and the body.
 func (d *Data) serve(ctx *fasthttp.RequestCtx) action {
+	if !d.checkAuth(ctx) {
+		return actionOther
+	}
 	name, verb, ok := splitPath(ctx.Path())
 	if !ok {
 		replyError(ctx, fasthttp.StatusNotFound, "not found: want /{route}/get, /{route}/set, /{route}/del or /{route}/mget")

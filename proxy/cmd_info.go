@@ -38,7 +38,7 @@ func cmdInfo(c *conn, args [][]byte) {
 	if want("server") {
 		b.section("Server")
 		b.field("redis_version", redisVersion)
-		b.field("pgcache_version", s.cfg.Version)
+		b.field("pgcache_version", s.config().Version)
 		b.field("redis_mode", "standalone")
 		b.field("os", runtime.GOOS+" "+runtime.GOARCH)
 		b.field("arch_bits", strconv.Itoa(strconv.IntSize))
@@ -53,7 +53,7 @@ func cmdInfo(c *conn, args [][]byte) {
 	if want("clients") {
 		b.section("Clients")
 		b.int("connected_clients", s.stats.ConnectedClients.Load())
-		b.int("maxclients", int64(s.cfg.MaxClients))
+		b.int("maxclients", int64(s.config().MaxClients))
 	}
 	if want("memory") {
 		heap, sys := s.mem.read()

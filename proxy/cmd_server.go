@@ -65,10 +65,14 @@ func cmdHello(c *conn, args [][]byte) {
 		}
 	}
 	if user != nil {
-		if bad := c.s.authenticate(user, pass); bad != "" {
+		if bad := c.authenticate(user, pass); bad != "" {
 			c.writeError(bad)
 			return
 		}
+	}
+	if c.mustAuth() {
+		c.writeError(errHelloNoAuth)
+		return
 	}
 	if name != nil {
 		c.name = string(name)
@@ -95,33 +99,27 @@ func cmdHello(c *conn, args [][]byte) {
 
 // AUTH [username] password
 func cmdAuth(c *conn, args [][]byte) {
+	var user, pass []byte
 	switch len(args) {
 	case 2:
-		// No password is configured, and Redis refuses the one-argument
-		// form then, to flag a client configured for a server it is not
-		// talking to.
-		c.writeError(errAuthNoPassword)
-		return
-	case 3:
-		if bad := c.s.authenticate(args[1], args[2]); bad != "" {
-			c.writeError(bad)
+		// Redis refuses the one-argument form when the default user has
+		// no password, to flag a client configured for another server.
+		if !c.s.users.Load().RESP() {
+			c.writeError(errAuthNoPassword)
 			return
 		}
-		c.writeOK()
+		user, pass = defaultUser, args[1]
+	case 3:
+		user, pass = args[1], args[2]
 	default:
 		c.writeError(errSyntax)
+		return
 	}
-}
-
-// authenticate checks a username and password as Redis does with no
-// password configured: the default user takes any password, and there is no
-// other user. It returns the error reply, "" when the client may go on.
-// Passwords, when pgcache gets them, are checked here.
-func (s *Server) authenticate(user, _ []byte) string {
-	if string(user) == "default" {
-		return ""
+	if bad := c.authenticate(user, pass); bad != "" {
+		c.writeError(bad)
+		return
 	}
-	return errWrongPass
+	c.writeOK()
 }
 
 // SELECT index

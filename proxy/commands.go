@@ -30,6 +30,9 @@ type spec struct {
 	arity int // Redis's convention: n exactly, or at least -n; the name counts
 	keys  keySpec
 	subs  []spec // subcommands (CLIENT SETNAME), looked up by the second argument
+	// noAuth lets a client that must authenticate run the command (Redis's
+	// no_auth flag: AUTH, HELLO; QUIT is always let through).
+	noAuth bool
 }
 
 // command is a spec ready to dispatch.
@@ -42,6 +45,7 @@ type command struct {
 	subs     map[string]*command // nil for a command without subcommands
 	subList  []*command          // subs in table order, for COMMAND
 	arityErr string              // the reply to a wrong number of arguments
+	noAuth   bool                // runs before AUTH
 }
 
 // commands is the dispatch table: lowercase name -> command. Adding a
@@ -81,10 +85,10 @@ func init() {
 		// cmd_server.go
 		{name: "ping", fn: cmdPing, kind: kindAdmin, arity: -1},
 		{name: "echo", fn: cmdEcho, kind: kindAdmin, arity: 2},
-		{name: "hello", fn: cmdHello, kind: kindAdmin, arity: -1},
-		{name: "auth", fn: cmdAuth, kind: kindAdmin, arity: -2},
+		{name: "hello", fn: cmdHello, kind: kindAdmin, arity: -1, noAuth: true},
+		{name: "auth", fn: cmdAuth, kind: kindAdmin, arity: -2, noAuth: true},
 		{name: "select", fn: cmdSelect, kind: kindAdmin, arity: 2},
-		{name: "quit", fn: cmdQuit, kind: kindAdmin, arity: -1},
+		{name: "quit", fn: cmdQuit, kind: kindAdmin, arity: -1, noAuth: true},
 		{name: "dbsize", fn: cmdDBSize, kind: kindAdmin, arity: 1},
 		{name: "client", kind: kindAdmin, arity: -2, subs: []spec{
 			{name: "id", fn: cmdClientID, kind: kindAdmin, arity: 2},
@@ -123,7 +127,7 @@ func register(m map[string]*command, parent string, s spec) *command {
 	if _, dup := m[s.name]; dup || s.name == "" || len(s.name) > maxCommandName {
 		panic("proxy: bad or duplicate command name " + s.name)
 	}
-	cmd := &command{name: s.name, fn: s.fn, kind: s.kind, arity: s.arity, keys: s.keys}
+	cmd := &command{name: s.name, fn: s.fn, kind: s.kind, arity: s.arity, keys: s.keys, noAuth: s.noAuth}
 	if parent != "" {
 		cmd.name = parent + "|" + s.name
 	}

@@ -40,8 +40,9 @@ type conn struct {
 	out    []byte
 	outOff int // out[:outOff] has been written
 
-	proto int    // 2, or 3 after HELLO 3
-	name  string // CLIENT SETNAME
+	proto  int    // 2, or 3 after HELLO 3
+	name   string // CLIENT SETNAME
+	authed bool   // AUTH succeeded, or auth was off when the client came
 
 	t       *route.Table // during a batch
 	release func()
@@ -52,22 +53,34 @@ type conn struct {
 	rawConn // writes that do not wait, see writeNow
 }
 
+// newConn returns a client. As in Redis, a client that connects while auth
+// is off is authenticated for good: turning auth on by a reload makes new
+// clients AUTH, not those already served.
 func newConn(s *Server, nc net.Conn, id int64) *conn {
-	return &conn{s: s, nc: nc, id: id, proto: 2}
+	return &conn{s: s, nc: nc, id: id, proto: 2, authed: !s.users.Load().RESP()}
 }
 
 // init allocates the connection's buffers, on its own goroutine: a client
 // refused at MaxClients never costs them.
 func (c *conn) init() {
 	c.out = make([]byte, 0, outBufSize)
-	c.rd = newReader(limits{
-		maxBulk:   c.s.cfg.MaxBulkBytes,
-		maxInline: c.s.cfg.MaxInlineBytes,
-		maxMulti:  c.s.cfg.MaxMultibulkLen,
-		maxQuery:  c.s.cfg.MaxQueryBytes,
-	})
+	c.rd = newReader(readerLimits(c.s.config()))
 	c.initRaw()
 }
+
+func readerLimits(cfg *Config) limits {
+	return limits{
+		maxBulk:   cfg.MaxBulkBytes,
+		maxInline: cfg.MaxInlineBytes,
+		maxMulti:  cfg.MaxMultibulkLen,
+		maxQuery:  cfg.MaxQueryBytes,
+	}
+}
+
+// mustAuth reports whether the client has to AUTH before running commands.
+// It is asked each time rather than kept: a reload that turns auth off lets
+// waiting clients in, as CONFIG SET requirepass "" does in Redis.
+func (c *conn) mustAuth() bool { return !c.authed && c.s.users.Load().RESP() }
 
 // serve runs the connection until the client leaves, breaks the protocol,
 // or the server shuts down. A panic in a handler ends this connection only.
@@ -87,7 +100,10 @@ func (c *conn) serve() {
 			c.logClose(err)
 			return
 		}
+		// Limits are taken per batch, so a reload reaches every client.
+		c.rd.limits = readerLimits(c.s.config())
 		c.rd.maxBulk = c.s.maxBulk()
+		c.rd.unauth = c.mustAuth()
 		c.batch()
 		if c.failed != nil {
 			c.logClose(c.failed)
@@ -106,7 +122,7 @@ func (c *conn) serve() {
 
 // read waits for more of the client's requests.
 func (c *conn) read() error {
-	if d := c.s.cfg.IdleTimeout; d > 0 {
+	if d := c.s.config().IdleTimeout; d > 0 {
 		if err := c.nc.SetReadDeadline(time.Now().Add(d)); err != nil {
 			return err
 		}
@@ -181,6 +197,11 @@ func (c *conn) exec(args [][]byte) {
 		c.writeError(cmd.arityErr)
 		return
 	}
+	// After the name and arity checks, as Redis 7 does.
+	if !cmd.noAuth && c.mustAuth() {
+		c.writeError(errNoAuth)
+		return
+	}
 	cmd.fn(c, args)
 }
 
@@ -219,12 +240,12 @@ func (c *conn) room(n int) bool {
 	if c.failed != nil {
 		return false
 	}
-	if int64(c.pending()+n) > c.s.cfg.OutputBufferLimit {
+	if limit := c.s.config().OutputBufferLimit; int64(c.pending()+n) > limit {
 		c.s.stats.OutputLimitDisconnects.Add(1)
 		c.failed = errOutputLimit
 		c.s.log.Warn("closing a client over the output buffer limit",
 			zap.Int64("client", c.id), zap.String("addr", c.nc.RemoteAddr().String()),
-			zap.Int64("limit", c.s.cfg.OutputBufferLimit))
+			zap.Int64("limit", limit))
 		return false
 	}
 	return true
@@ -250,13 +271,14 @@ func (c *conn) drain() {
 // flush writes the batch's replies, waiting for the client to take them.
 func (c *conn) flush() error {
 	if c.pending() > 0 {
-		if d := c.s.cfg.WriteTimeout; d > 0 {
+		d := c.s.config().WriteTimeout
+		if d > 0 {
 			if err := c.nc.SetWriteDeadline(time.Now().Add(d)); err != nil {
 				return err
 			}
 		}
 		_, err := c.nc.Write(c.out[c.outOff:])
-		if c.s.cfg.WriteTimeout > 0 {
+		if d > 0 {
 			c.nc.SetWriteDeadline(time.Time{}) // drain's writes must not see a stale deadline
 		}
 		if err != nil {
@@ -268,6 +290,19 @@ func (c *conn) flush() error {
 		c.out = make([]byte, 0, outBufSize)
 	}
 	return nil
+}
+
+// writeWaiting is writeNow where the socket cannot be written without
+// waiting (TLS): it waits up to WriteTimeout, so a client that does not
+// read is dropped then rather than holding its connection for good.
+func (c *conn) writeWaiting(p []byte) (int, error) {
+	if d := c.s.config().WriteTimeout; d > 0 {
+		if err := c.nc.SetWriteDeadline(time.Now().Add(d)); err != nil {
+			return 0, err
+		}
+		defer c.nc.SetWriteDeadline(time.Time{})
+	}
+	return c.nc.Write(p)
 }
 
 // logClose notes why a connection ended, at debug level: clients leaving

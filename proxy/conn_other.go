@@ -9,4 +9,4 @@ type rawConn struct{}
 
 func (c *conn) initRaw() {}
 
-func (c *conn) writeNow(p []byte) (int, error) { return c.nc.Write(p) }
+func (c *conn) writeNow(p []byte) (int, error) { return c.writeWaiting(p) }

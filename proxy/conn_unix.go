@@ -26,10 +26,11 @@ func (c *conn) initRaw() {
 }
 
 // writeNow writes as much of p as the socket takes without waiting. On a
-// connection without a descriptor (a pipe in tests) it waits instead.
+// connection without a descriptor of its own (TLS, a pipe in tests) it
+// waits instead, up to WriteTimeout.
 func (c *conn) writeNow(p []byte) (int, error) {
 	if c.raw == nil {
-		return c.nc.Write(p)
+		return c.writeWaiting(p)
 	}
 	c.wbuf = p
 	err := c.raw.Write(c.writeFn)

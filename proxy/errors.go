@@ -20,6 +20,8 @@ const (
 	errProtoVersion    = "ERR Protocol version is not an integer or out of range"
 	errNoProto         = "NOPROTO unsupported protocol version"
 	errWrongPass       = "WRONGPASS invalid username-password pair or user is disabled."
+	errNoAuth          = "NOAUTH Authentication required."
+	errHelloNoAuth     = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
 	errClientName      = "ERR Client names cannot contain spaces, newlines or special characters."
 	errTracking        = "ERR CLIENT TRACKING is not supported by pgcache (use a client without client-side caching)"
 	errExpireNXOthers  = "ERR NX and XX, GT or LT options at the same time are not compatible"

@@ -42,10 +42,10 @@ type reader struct {
 
 	args [][]byte // the last request's arguments, reused
 
-	maxBulk   int64 // the longest argument
-	maxInline int   // the longest inline request or count line
-	maxMulti  int   // the most arguments
-	maxQuery  int64 // the longest request
+	limits
+	// unauth applies Redis's limits for a client that has not
+	// authenticated yet (see count and bulkHeader).
+	unauth bool
 }
 
 // span is an argument's place in the buffer, relative to reader.r.
@@ -71,6 +71,16 @@ var (
 	errTooBigBulkCount     = &protoError{"ERR Protocol error: too big bulk count string"}
 	errUnbalancedQuotes    = &protoError{"ERR Protocol error: unbalanced quotes in request"}
 	errQueryLimit          = &protoError{} // Redis closes such a client silently
+	errUnauthMultibulkLen  = &protoError{"ERR Protocol error: unauthenticated multibulk length"}
+	errUnauthBulkLen       = &protoError{"ERR Protocol error: unauthenticated bulk length"}
+)
+
+// Redis's bounds on a client that must authenticate and has not: until it
+// has, it cannot make the server hold more than a small request (Redis
+// 6.2.6, CVE-2021-32675).
+const (
+	maxUnauthMulti = 10
+	maxUnauthBulk  = 16384
 )
 
 func errExpectedDollar(got byte) error {
@@ -79,21 +89,14 @@ func errExpectedDollar(got byte) error {
 
 // limits is what a reader enforces.
 type limits struct {
-	maxBulk   int64
-	maxInline int
-	maxMulti  int
-	maxQuery  int64
+	maxBulk   int64 // the longest argument
+	maxInline int   // the longest inline request or count line
+	maxMulti  int   // the most arguments
+	maxQuery  int64 // the longest request
 }
 
 func newReader(l limits) *reader {
-	return &reader{
-		buf:       make([]byte, readBufSize),
-		bulk:      -1,
-		maxBulk:   l.maxBulk,
-		maxInline: l.maxInline,
-		maxMulti:  l.maxMulti,
-		maxQuery:  l.maxQuery,
-	}
+	return &reader{buf: make([]byte, readBufSize), bulk: -1, limits: l}
 }
 
 // fill reads once from src into the buffer, first making room: it moves
@@ -241,6 +244,9 @@ func (rd *reader) count() (bool, error) {
 	if !ok || n > int64(rd.maxMulti) {
 		return false, errInvalidMultibulkLen
 	}
+	if rd.unauth && n > maxUnauthMulti {
+		return false, errUnauthMultibulkLen
+	}
 	if n <= 0 {
 		rd.r = end + 2
 		return true, nil
@@ -268,6 +274,9 @@ func (rd *reader) bulkHeader() (bool, error) {
 	n, ok := backends.ParseInt(rd.buf[start+1 : end])
 	if !ok || n < 0 || n > rd.maxBulk {
 		return false, errInvalidBulkLen
+	}
+	if rd.unauth && n > maxUnauthBulk {
+		return false, errUnauthBulkLen
 	}
 	pos := end + 2 - rd.r
 	if int64(pos)+n+2 > rd.maxQuery {

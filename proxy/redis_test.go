@@ -13,8 +13,8 @@ import (
 
 // startRedis runs a real redis-server on a free 127.0.0.1 port for the test
 // and returns its address. It has one database, so SELECT 1 fails there as
-// it does in pgcache.
-func startRedis(t *testing.T) string {
+// it does in pgcache. extra are more command-line options (--requirepass).
+func startRedis(t *testing.T, extra ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -28,8 +28,9 @@ func startRedis(t *testing.T) string {
 		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--databases", "1", "--dir", t.TempDir())
+		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--databases", "1", "--dir", t.TempDir()}, extra...)
+		cmd := exec.Command(bin, args...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {

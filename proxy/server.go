@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/pgcache/pgcache/internal/auth"
 	"github.com/pgcache/pgcache/route"
 )
 
@@ -22,7 +23,8 @@ import (
 type Server struct {
 	router  *route.Router
 	metrics *route.Metrics
-	cfg     Config
+	cfg     atomic.Pointer[Config] // replaced whole by SetConfig
+	users   atomic.Pointer[auth.Users]
 	log     *zap.Logger
 	stats   Stats
 	started time.Time
@@ -60,19 +62,30 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logg
 	s := &Server{
 		router:    router,
 		metrics:   metrics,
-		cfg:       cfg.withDefaults(),
 		log:       log,
 		started:   time.Now(),
 		runID:     newRunID(),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
 	}
+	s.SetConfig(cfg)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if reg != nil {
 		reg.MustRegister(s.stats.collectors()...)
 	}
 	return s
 }
+
+// SetConfig replaces the server's limits (a reload). Connections take the
+// new ones at their next request; MaxClients counts from the next accept.
+func (s *Server) SetConfig(cfg Config) {
+	cfg = cfg.withDefaults()
+	s.cfg.Store(&cfg)
+}
+
+// config is the configuration now. Callers load it once per use: two loads
+// may see two configs.
+func (s *Server) config() *Config { return s.cfg.Load() }
 
 // Stats returns the server's live counters.
 func (s *Server) Stats() *Stats { return &s.stats }
@@ -144,7 +157,7 @@ func (s *Server) accept(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	if len(s.conns) >= s.cfg.MaxClients {
+	if len(s.conns) >= s.config().MaxClients {
 		s.mu.Unlock()
 		s.stats.RejectedConnections.Add(1)
 		// A fresh socket's send buffer takes this at once; the deadline
@@ -211,10 +224,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return fmt.Errorf("resp: shutdown: %w", ctx.Err())
 }
 
-// bulkCap is the longest argument the routes of table t can take.
+// bulkCap is the longest argument the routes of table t can take under
+// config cfg.
 type bulkCap struct {
-	t *route.Table
-	n int64
+	t   *route.Table
+	cfg *Config
+	n   int64
 }
 
 // maxBulk is MaxBulkBytes, lowered to the largest MaxValueBytes of the
@@ -222,8 +237,8 @@ type bulkCap struct {
 // could not be stored anywhere, so it is refused before it is read. It is
 // worked out once per route table.
 func (s *Server) maxBulk() int64 {
-	t := s.router.Current()
-	if bc := s.bulkCap.Load(); bc != nil && bc.t == t {
+	t, cfg := s.router.Current(), s.config()
+	if bc := s.bulkCap.Load(); bc != nil && bc.t == t && bc.cfg == cfg {
 		return bc.n
 	}
 	var largest int64
@@ -239,11 +254,11 @@ func (s *Server) maxBulk() int64 {
 		bounded = true
 		largest = max(largest, r.MaxValueBytes)
 	}
-	n := s.cfg.MaxBulkBytes
+	n := cfg.MaxBulkBytes
 	if bounded && largest < n {
 		n = largest
 	}
-	s.bulkCap.Store(&bulkCap{t: t, n: n})
+	s.bulkCap.Store(&bulkCap{t: t, cfg: cfg, n: n})
 	return n
 }
 

@@ -17,6 +17,7 @@ type Stats struct {
 	QueryLimitDisconnects  atomic.Int64 // connections closed for a request over MaxQueryBytes
 	OutputLimitDisconnects atomic.Int64 // connections closed for replies over OutputBufferLimit
 	Panics                 atomic.Int64 // connections closed after a handler panicked
+	AuthFailures           atomic.Int64 // AUTH and HELLO … AUTH refused
 }
 
 // collectors exports st as Prometheus metrics read at scrape time, so
@@ -45,5 +46,7 @@ func (st *Stats) collectors() []prometheus.Collector {
 			"RESP connections closed for unread replies over the output buffer limit.", &st.OutputLimitDisconnects),
 		counter("pgcache_resp_panics_total",
 			"RESP connections closed after a command handler panicked.", &st.Panics),
+		counter("pgcache_resp_auth_failures_total",
+			"RESP AUTH and HELLO AUTH attempts refused.", &st.AuthFailures),
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/coherence"
 	"github.com/pgcache/pgcache/conf"
 	"github.com/pgcache/pgcache/route"
 )
@@ -19,36 +22,96 @@ type crudPrefixer interface {
 	CRUDPrefix(sourceTable string) (string, error)
 }
 
-// buildDrivers creates every configured backend. On error it closes what it
-// built and names the backend.
-func buildDrivers(ctx context.Context, cfg *conf.Config, log *zap.Logger) (map[string]backends.Driver, error) {
-	drivers := make(map[string]backends.Driver, len(cfg.Backends))
-	names := make([]string, 0, len(cfg.Backends))
-	for name := range cfg.Backends {
-		names = append(names, name)
+// generation is what one config built: its drivers, the backends its
+// routes opened (L1 tiers included) and the coordinators of those tiers.
+// A reload builds the next generation from the previous one and swaps it
+// in whole; nothing in a generation changes after it is built.
+type generation struct {
+	cfg     *conf.Config
+	drivers map[string]backends.Driver
+	opened  map[string]backends.Backend // by route name, as opened (a tier for an l1 route)
+	coords  *coordinators
+	l1      map[string]*coherence.Metrics // by backend
+
+	// collectors are the drivers' own metrics (backends.Collector).
+	collectors []prometheus.Collector
+}
+
+// build makes the generation cfg describes, and its route table. With a
+// previous generation it reuses what did not change, so a reload costs
+// only what it changes:
+//
+//   - a driver whose entry under backends: is unchanged is kept, and so
+//     are its connections, its data (memory) and its L1 coordinator;
+//   - a route whose entry under routes: is unchanged, on a kept driver,
+//     keeps its opened backend, L1 entries included;
+//   - everything else is built anew. A changed route gets a fresh L1, so
+//     no entry cached under its old definition is served under the new.
+//
+// On error it closes what it built, and leaves prev as it was.
+func build(ctx context.Context, cfg *conf.Config, prev *generation, m *route.Metrics, log *zap.Logger) (*generation, *route.Table, error) {
+	g := &generation{cfg: cfg, opened: map[string]backends.Backend{}, coords: newCoordinators(log)}
+	var err error
+	g.drivers, err = buildDrivers(ctx, cfg, prev, log)
+	if err != nil {
+		return nil, nil, err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		opts := make(map[string]any, len(cfg.Backends[name]))
-		for k, v := range cfg.Backends[name] {
-			if k != "type" {
-				opts[k] = v
-			}
+	kept := func(name string) bool {
+		return prev != nil && prev.drivers[name] != nil && prev.drivers[name] == g.drivers[name]
+	}
+	if prev != nil {
+		g.coords.carry(prev.coords, kept)
+	}
+	table, err := g.buildTable(ctx, prev, kept, m)
+	if err != nil {
+		g.coords.closeFresh()
+		g.closeDriversNotIn(prev, log)
+		return nil, nil, err
+	}
+	g.coords.prune(cfg)
+	g.l1 = g.coords.metrics()
+	for _, name := range sortedNames(g.drivers) {
+		if c, ok := g.drivers[name].(backends.Collector); ok {
+			g.collectors = append(g.collectors, c.Collectors()...)
 		}
-		typ, _ := cfg.Backends[name]["type"].(string)
-		factory, err := backends.Lookup(typ)
-		if err == nil {
-			var d backends.Driver
-			d, err = factory(ctx, name, opts, log.Named("backend").With(zap.String("backend", name)))
-			if err == nil {
-				drivers[name] = d
-				continue
-			}
+	}
+	return g, table, nil
+}
+
+// buildDrivers creates every configured backend, or takes it from prev
+// when its options are unchanged. On error it closes the drivers it
+// created and names the backend.
+func buildDrivers(ctx context.Context, cfg *conf.Config, prev *generation, log *zap.Logger) (map[string]backends.Driver, error) {
+	drivers := make(map[string]backends.Driver, len(cfg.Backends))
+	created := map[string]backends.Driver{}
+	for _, name := range sortedNames(cfg.Backends) {
+		if prev != nil && prev.drivers[name] != nil && reflect.DeepEqual(prev.cfg.Backends[name], cfg.Backends[name]) {
+			drivers[name] = prev.drivers[name]
+			continue
 		}
-		closeDrivers(drivers, log)
-		return nil, fmt.Errorf("backends.%s: %w", name, err)
+		d, err := newDriver(ctx, name, cfg.Backends[name], log)
+		if err != nil {
+			closeDrivers(created, log)
+			return nil, fmt.Errorf("backends.%s: %w", name, err)
+		}
+		drivers[name], created[name] = d, d
 	}
 	return drivers, nil
+}
+
+func newDriver(ctx context.Context, name string, entry map[string]any, log *zap.Logger) (backends.Driver, error) {
+	opts := make(map[string]any, len(entry))
+	for k, v := range entry {
+		if k != "type" {
+			opts[k] = v
+		}
+	}
+	typ, _ := entry["type"].(string)
+	factory, err := backends.Lookup(typ)
+	if err != nil {
+		return nil, err
+	}
+	return factory(ctx, name, opts, log.Named("backend").With(zap.String("backend", name)))
 }
 
 func closeDrivers(drivers map[string]backends.Driver, log *zap.Logger) {
@@ -59,36 +122,41 @@ func closeDrivers(drivers map[string]backends.Driver, log *zap.Logger) {
 	}
 }
 
-// buildTable opens every route on its driver and builds the route table.
-// On error it closes the backends it opened and names the route.
-func buildTable(ctx context.Context, cfg *conf.Config, drivers map[string]backends.Driver, coords *coordinators, m *route.Metrics) (*route.Table, error) {
-	routes := make([]*route.Route, 0, len(cfg.Routes))
-	fail := func(err error) (*route.Table, error) {
-		for _, r := range routes {
-			r.Backend.Close()
+// closeDriversNotIn closes g's drivers that prev does not hold.
+func (g *generation) closeDriversNotIn(prev *generation, log *zap.Logger) {
+	created := map[string]backends.Driver{}
+	for name, d := range g.drivers {
+		if prev == nil || prev.drivers[name] != d {
+			created[name] = d
 		}
+	}
+	closeDrivers(created, log)
+}
+
+// buildTable opens every route on its driver, or takes its backend from
+// prev, and builds the route table. On error it closes the backends it
+// opened and names the route.
+func (g *generation) buildTable(ctx context.Context, prev *generation, kept func(backend string) bool, m *route.Metrics) (*route.Table, error) {
+	cfg := g.cfg
+	var prevRoutes map[string]conf.Route
+	if prev != nil {
+		prevRoutes = make(map[string]conf.Route, len(prev.cfg.Routes))
+		for _, rc := range prev.cfg.Routes {
+			prevRoutes[rc.Name] = rc
+		}
+	}
+	fail := func(err error) (*route.Table, error) {
+		g.closeOpenedNotIn(prev)
 		return nil, err
 	}
+	routes := make([]*route.Route, 0, len(cfg.Routes))
 	for i, rc := range cfg.Routes {
-		d := drivers[rc.Backend]
-		b, err := d.Open(ctx, backends.RouteSpec{
-			Name:        rc.Name,
-			Table:       rc.Table,
-			Durability:  rc.Durability,
-			KeyType:     rc.KeyType,
-			SourceTable: rc.SourceTable,
-		})
+		d := g.drivers[rc.Backend]
+		b, err := g.open(ctx, rc, d, prev, prevRoutes, kept)
 		if err != nil {
 			return fail(fmt.Errorf("routes[%d] (%s): %w", i, rc.Name, err))
 		}
-		if rc.L1 != nil {
-			tiered, err := coords.tier(rc.Name, d, rc, b)
-			if err != nil {
-				b.Close()
-				return fail(fmt.Errorf("routes[%d] (%s): %w", i, rc.Name, err))
-			}
-			b = tiered
-		}
+		g.opened[rc.Name] = b
 		r := &route.Route{Name: rc.Name, BackendName: rc.Backend, Backend: b, MaxValueBytes: int64(rc.MaxValueBytes)}
 		routes = append(routes, r)
 		if rc.Prefix != nil {
@@ -113,15 +181,61 @@ func buildTable(ctx context.Context, cfg *conf.Config, drivers map[string]backen
 	return t, nil
 }
 
+// open returns the backend of one route: prev's, when the route and its
+// driver are unchanged, or a newly opened one (behind a tier with l1).
+func (g *generation) open(ctx context.Context, rc conf.Route, d backends.Driver, prev *generation, prevRoutes map[string]conf.Route, kept func(string) bool) (backends.Backend, error) {
+	if old, ok := prevRoutes[rc.Name]; ok && kept(rc.Backend) && reflect.DeepEqual(old, rc) {
+		return prev.opened[rc.Name], nil
+	}
+	b, err := d.Open(ctx, backends.RouteSpec{
+		Name:        rc.Name,
+		Table:       rc.Table,
+		Durability:  rc.Durability,
+		KeyType:     rc.KeyType,
+		SourceTable: rc.SourceTable,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rc.L1 == nil {
+		return b, nil
+	}
+	tiered, err := g.coords.tier(ctx, d, rc, b)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return tiered, nil
+}
+
+// closeOpenedNotIn closes the backends g opened that prev does not hold.
+func (g *generation) closeOpenedNotIn(prev *generation) error {
+	var errs []error
+	for name, b := range g.opened {
+		if prev != nil && prev.opened[name] == b {
+			continue
+		}
+		if err := b.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("route %s: close: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// close closes the whole generation: routes, then coordinators, then
+// drivers, each before what it uses.
+func (g *generation) close(log *zap.Logger) {
+	if err := g.closeOpenedNotIn(nil); err != nil {
+		log.Warn("closing routes", zap.Error(err))
+	}
+	g.coords.close()
+	closeDrivers(g.drivers, log)
+}
+
 // readiness asks every driver that can tell whether it is ready.
 func readiness(ctx context.Context, drivers map[string]backends.Driver) []string {
 	var reasons []string
-	names := make([]string, 0, len(drivers))
-	for n := range drivers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range sortedNames(drivers) {
 		c, ok := drivers[n].(backends.Checker)
 		if !ok {
 			continue
@@ -136,14 +250,27 @@ func readiness(ctx context.Context, drivers map[string]backends.Driver) []string
 	return reasons
 }
 
-// CheckBackends builds every backend from its options and closes it again:
-// the check `pgcache validate` makes beyond the config's own validation.
-// Factories do not connect, so this needs no server to be up.
+// CheckBackends builds every backend from its options and closes it again,
+// and reads the TLS files: the checks `pgcache validate` makes beyond the
+// config's own validation, so a config it passes does not fail a reload
+// for them. Factories do not connect, so this needs no server to be up.
 func CheckBackends(ctx context.Context, cfg *conf.Config, log *zap.Logger) error {
-	drivers, err := buildDrivers(ctx, cfg, log)
+	if _, err := loadCerts(cfg); err != nil {
+		return err
+	}
+	drivers, err := buildDrivers(ctx, cfg, nil, log)
 	if err != nil {
 		return err
 	}
 	closeDrivers(drivers, log)
 	return nil
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }

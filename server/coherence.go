@@ -25,18 +25,33 @@ type preparer interface {
 }
 
 // coordinators hold one coherence coordinator per postgres driver that has
-// a route with l1, shared by every table a reload builds.
+// a route with l1. A reload carries the coordinator of a driver it keeps,
+// with its fences and LISTEN connection, into the next generation, so the
+// tiers it keeps stay coherent across the swap.
 type coordinators struct {
 	log   *zap.Logger
 	byDrv map[string]*coherence.Coordinator
+	fresh map[*coherence.Coordinator]bool // made by this generation, not started yet
 }
 
 func newCoordinators(log *zap.Logger) *coordinators {
-	return &coordinators{log: log, byDrv: map[string]*coherence.Coordinator{}}
+	return &coordinators{log: log, byDrv: map[string]*coherence.Coordinator{}, fresh: map[*coherence.Coordinator]bool{}}
+}
+
+// carry takes over prev's coordinator of every driver kept says is kept.
+func (cs *coordinators) carry(prev *coordinators, kept func(backend string) bool) {
+	if prev == nil {
+		return
+	}
+	for name, c := range prev.byDrv {
+		if kept(name) {
+			cs.byDrv[name] = c
+		}
+	}
 }
 
 // tier wraps a route's backend with its coherent L1.
-func (cs *coordinators) tier(name string, d backends.Driver, rc conf.Route, b backends.Backend) (backends.Backend, error) {
+func (cs *coordinators) tier(ctx context.Context, d backends.Driver, rc conf.Route, b backends.Backend) (backends.Backend, error) {
 	p, ok := d.(pooled)
 	if !ok {
 		return nil, fmt.Errorf("l1: backend %s is not postgres: only PostgreSQL tables publish fences", rc.Backend)
@@ -45,45 +60,90 @@ func (cs *coordinators) tier(name string, d backends.Driver, rc conf.Route, b ba
 	if c == nil {
 		c = coherence.NewCoordinator(p.Pool(), coherence.CoordinatorOptions{}, cs.log.Named("coherence").With(zap.String("backend", rc.Backend)))
 		cs.byDrv[rc.Backend] = c
+		cs.fresh[c] = true
 	}
 	fenced, ok := b.(backends.Fenced)
 	if !ok {
 		return nil, fmt.Errorf("l1: route %s does not publish fences", rc.Name)
 	}
 	table := fenced.FenceTable()
+	var prepare func(ctx context.Context) error
 	switch {
 	case rc.Table != "":
 		// pgcache owns kv tables: it creates them and their triggers.
-		c.OnConnect(func(ctx context.Context) error {
+		prepare = func(ctx context.Context) error {
 			if p, ok := b.(preparer); ok {
 				if err := p.Prepare(ctx); err != nil {
 					return fmt.Errorf("route %s: %w", rc.Name, err)
 				}
 			}
 			return coherence.Attach(ctx, c.Pool(), table)
-		})
+		}
 	case rc.Attach == "auto":
-		c.OnConnect(func(ctx context.Context) error { return coherence.Attach(ctx, c.Pool(), table) })
+		prepare = func(ctx context.Context) error { return coherence.Attach(ctx, c.Pool(), table) }
 	default:
-		c.OnConnect(func(ctx context.Context) error {
+		prepare = func(ctx context.Context) error {
 			ok, err := coherence.Attached(ctx, c.Pool(), table)
 			if err == nil && !ok {
 				err = fmt.Errorf("route %s: %s has no fence triggers: run `pgcache attach %s`, or set attach: auto", rc.Name, table, table)
 			}
 			return err
-		})
+		}
 	}
-	return c.NewTier(name, b, coherence.L1{MaxBytes: int64(rc.L1.MaxBytes), TTL: time.Duration(rc.L1.TTL)})
+	t, err := c.AddTier(ctx, rc.Name, b, coherence.L1{MaxBytes: int64(rc.L1.MaxBytes), TTL: time.Duration(rc.L1.TTL)}, prepare)
+	if err != nil {
+		return nil, fmt.Errorf("l1: %w", err)
+	}
+	return t, nil
 }
 
+// prune drops the coordinators of drivers no route with l1 uses any more.
+// A carried one keeps running until the reload retires the generation it
+// came from (see Server.retire).
+func (cs *coordinators) prune(cfg *conf.Config) {
+	used := map[string]bool{}
+	for _, rc := range cfg.Routes {
+		if rc.L1 != nil {
+			used[rc.Backend] = true
+		}
+	}
+	for name, c := range cs.byDrv {
+		if !used[name] {
+			delete(cs.byDrv, name)
+			delete(cs.fresh, c)
+		}
+	}
+}
+
+// start runs the coordinators this generation made.
 func (cs *coordinators) start() {
-	for _, c := range cs.byDrv {
+	for c := range cs.fresh {
 		c.Start()
 	}
+	clear(cs.fresh)
 }
 
+// close stops every coordinator.
 func (cs *coordinators) close() {
 	for _, c := range cs.byDrv {
 		c.Close()
 	}
+}
+
+// closeFresh stops the coordinators this generation made: a build that
+// failed.
+func (cs *coordinators) closeFresh() {
+	for c := range cs.fresh {
+		c.Close()
+	}
+}
+
+// metrics returns the collectors of the coordinators, by backend: they
+// serve /metrics, INFO and /readyz.
+func (cs *coordinators) metrics() map[string]*coherence.Metrics {
+	m := make(map[string]*coherence.Metrics, len(cs.byDrv))
+	for name, c := range cs.byDrv {
+		m[name] = coherence.NewMetrics(name, c)
+	}
+	return m
 }

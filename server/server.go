@@ -1,15 +1,16 @@
 // Package server assembles pgcache from its config: the backends, the route
 // table, the RESP and HTTP fronts and the admin API, and runs them until
-// told to stop. cmd/pgcache is a thin shell around it; tests start it
-// in-process on free ports.
+// told to stop. A reload (reload.go) swaps in what a new config builds
+// while every listener and connection stays open. cmd/pgcache is a thin
+// shell around it; tests start it in-process on free ports.
 package server
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,37 +18,37 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/coherence"
 	"github.com/pgcache/pgcache/conf"
 	"github.com/pgcache/pgcache/httpapi"
+	"github.com/pgcache/pgcache/internal/certs"
 	"github.com/pgcache/pgcache/proxy"
 	"github.com/pgcache/pgcache/route"
 )
 
 // Server is one running pgcache.
 type Server struct {
-	cfg     *conf.Config
 	log     *zap.Logger
 	reg     *prometheus.Registry
 	metrics *route.Metrics
-	drivers map[string]backends.Driver
-	coords  *coordinators
 	router  *route.Router
+	reloads *reloadMetrics
 
 	resp  *proxy.Server
 	data  *httpapi.Data
 	admin *httpapi.Admin
+	tls   *certs.Reloadable // nil when no front serves TLS
+
+	// gen is the generation serving now. A reload replaces it under
+	// reloadMu; readers (INFO, /readyz, /metrics) load it without a lock.
+	reloadMu sync.Mutex
+	gen      atomic.Pointer[generation]
+	src      conf.Source // what SIGHUP and POST /load read again
+	closed   bool        // under reloadMu: Shutdown closed the generation
 
 	mu        sync.Mutex
-	listeners map[string]net.Listener // "resp", "http", "admin"
+	listeners map[string]net.Listener // "resp", "resp_unix", "http", "admin"
 	serving   sync.WaitGroup
 	serveErr  chan error
-
-	// extras are INFO sections and readiness checks beyond the drivers'.
-	extras []interface {
-		Info(context.Context) [][2]string
-		Check(context.Context) error
-	}
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -56,48 +57,59 @@ type Server struct {
 // New builds everything the config describes, without listening yet.
 func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error) {
 	s := &Server{
-		cfg:       cfg,
 		log:       log,
 		reg:       prometheus.NewRegistry(),
 		listeners: map[string]net.Listener{},
-		serveErr:  make(chan error, 3),
+		serveErr:  make(chan error, 4),
 	}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = route.NewMetrics(s.reg)
+	s.reloads = newReloadMetrics(s.reg)
+	// Backends and L1 tiers change with reloads: one collector reads
+	// whatever generation is current at scrape time, so a replaced
+	// driver's series go away with it and a new one's appear.
+	s.reg.MustRegister(generationCollector{s})
 
-	drivers, err := buildDrivers(ctx, cfg, log)
+	tlsCfg, err := loadCerts(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.coords = newCoordinators(log)
-	table, err := buildTable(ctx, cfg, drivers, s.coords, s.metrics)
+	g, table, err := build(ctx, cfg, nil, s.metrics, log)
 	if err != nil {
-		closeDrivers(drivers, log)
 		return nil, err
 	}
-	s.drivers = drivers
+	s.gen.Store(g)
 	s.router = route.NewRouter(table)
-	for name, d := range drivers {
-		if c, ok := d.(backends.Collector); ok {
-			for _, col := range c.Collectors() {
-				if err := s.reg.Register(col); err != nil {
-					s.close()
-					return nil, fmt.Errorf("backends.%s: metrics: %w", name, err)
-				}
-			}
-		}
+	if tlsCfg != nil {
+		s.tls = certs.NewReloadable(tlsCfg)
 	}
 
-	for name, c := range s.coords.byDrv {
-		m := coherence.NewMetrics(name, c)
-		if err := s.reg.Register(m); err != nil {
-			s.close()
-			return nil, fmt.Errorf("backends.%s: l1 metrics: %w", name, err)
-		}
-		s.extras = append(s.extras, m)
-	}
+	users := newUsers(cfg)
+	s.resp = proxy.New(s.router, s.metrics, respConfig(cfg), log.Named("resp"), s.reg)
+	s.resp.SetInfoFunc(s.info)
+	s.resp.SetUsers(users)
+	s.data = httpapi.NewData(s.router, httpapi.Config{
+		MaxBodyBytes:   int64(cfg.HTTP.MaxBodyBytes),
+		ReadTimeout:    time.Duration(cfg.HTTP.ReadTimeout),
+		WriteTimeout:   time.Duration(cfg.HTTP.WriteTimeout),
+		IdleTimeout:    time.Duration(cfg.HTTP.IdleTimeout),
+		MaxConns:       cfg.HTTP.MaxConns,
+		ReadBufferSize: int(cfg.HTTP.MaxHeaderBytes),
+	}, log.Named("http"), s.reg)
+	s.data.SetUsers(users)
+	s.admin = httpapi.NewAdmin(httpapi.AdminOptions{
+		Gatherer: s.reg,
+		Ready:    s.ready,
+		Config:   func() ([]byte, error) { return s.Config().Redacted() },
+		Load:     s.LoadConfig,
+	}, log.Named("admin"))
+	s.admin.SetUsers(users)
+	return s, nil
+}
 
-	s.resp = proxy.New(s.router, s.metrics, proxy.Config{
+// respConfig is the RESP front's part of cfg.
+func respConfig(cfg *conf.Config) proxy.Config {
+	return proxy.Config{
 		MaxClients:        cfg.RESP.MaxClients,
 		MaxBulkBytes:      int64(cfg.RESP.MaxBulkBytes),
 		MaxInlineBytes:    int(cfg.RESP.MaxInlineBytes),
@@ -107,85 +119,25 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 		IdleTimeout:       time.Duration(cfg.RESP.IdleTimeout),
 		WriteTimeout:      time.Duration(cfg.RESP.WriteTimeout),
 		Version:           Version(),
-	}, log.Named("resp"), s.reg)
-	s.resp.SetInfoFunc(s.info)
-	s.data = httpapi.NewData(s.router, httpapi.Config{
-		MaxBodyBytes:   int64(cfg.HTTP.MaxBodyBytes),
-		ReadTimeout:    time.Duration(cfg.HTTP.ReadTimeout),
-		WriteTimeout:   time.Duration(cfg.HTTP.WriteTimeout),
-		IdleTimeout:    time.Duration(cfg.HTTP.IdleTimeout),
-		MaxConns:       cfg.HTTP.MaxConns,
-		ReadBufferSize: int(cfg.HTTP.MaxHeaderBytes),
-	}, log.Named("http"), s.reg)
-	s.admin = httpapi.NewAdmin(httpapi.AdminOptions{
-		Gatherer: s.reg,
-		Ready:    s.ready,
-		Config:   cfg.Redacted,
-	}, log.Named("admin"))
-	return s, nil
-}
-
-// Start listens on every configured address and serves in the background.
-// An address with port 0 gets a free port: Addr tells which.
-func (s *Server) Start() error {
-	s.coords.start()
-	type front struct {
-		name, addr string
-		serve      func(net.Listener) error
-	}
-	fronts := []front{
-		{"resp", s.cfg.Listen.RESP, s.resp.Serve},
-		{"http", s.cfg.Listen.HTTP, s.data.Serve},
-		{"admin", s.cfg.Listen.Admin, s.admin.Serve},
-	}
-	var lc net.ListenConfig
-	for _, f := range fronts {
-		if f.addr == "" {
-			continue
-		}
-		ln, err := lc.Listen(context.Background(), "tcp", f.addr)
-		if err != nil {
-			s.closeListeners()
-			return fmt.Errorf("listen.%s: %w", f.name, err)
-		}
-		s.mu.Lock()
-		s.listeners[f.name] = ln
-		s.mu.Unlock()
-	}
-	for _, f := range fronts {
-		ln := s.listener(f.name)
-		if ln == nil {
-			continue
-		}
-		s.log.Info("listening", zap.String("front", f.name), zap.String("addr", ln.Addr().String()))
-		s.serving.Add(1)
-		go func() {
-			defer s.serving.Done()
-			if err := f.serve(ln); err != nil {
-				s.serveErr <- fmt.Errorf("%s: %w", f.name, err)
-			}
-		}()
-	}
-	return nil
-}
-
-func (s *Server) listener(name string) net.Listener {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.listeners[name]
-}
-
-func (s *Server) closeListeners() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for name, ln := range s.listeners {
-		ln.Close()
-		delete(s.listeners, name)
 	}
 }
 
-// Addr returns the address a front listens on ("resp", "http", "admin"),
-// or "" when it is off.
+// SetSource records where the config came from, so that SIGHUP
+// (ReloadFile) reads the same file, environment and flags again, and POST
+// /load puts its body in place of the file under the same environment and
+// flags. Call it before Start. Without it a reload reads the embedded
+// default under the process's environment.
+func (s *Server) SetSource(src conf.Source) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.src = src
+}
+
+// Config returns the config serving now. Callers must not modify it.
+func (s *Server) Config() *conf.Config { return s.gen.Load().cfg }
+
+// Addr returns the address a front listens on ("resp", "resp_unix",
+// "http", "admin"), or "" when it is off.
 func (s *Server) Addr(front string) string {
 	if ln := s.listener(front); ln != nil {
 		return ln.Addr().String()
@@ -227,21 +179,23 @@ func (s *Server) shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// close closes the generation serving now. A reload still running is
+// waited for, and none starts after.
 func (s *Server) close() {
-	s.coords.close()
-	if err := s.router.Current().Close(); err != nil {
-		s.log.Warn("closing routes", zap.Error(err))
-	}
-	closeDrivers(s.drivers, s.log)
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.closed = true
+	s.gen.Load().close(s.log)
 }
 
 // ready lists why pgcache cannot serve every route now, for /readyz.
 func (s *Server) ready(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	reasons := readiness(ctx, s.drivers)
-	for _, e := range s.extras {
-		if err := e.Check(ctx); err != nil {
+	g := s.gen.Load()
+	reasons := readiness(ctx, g.drivers)
+	for _, name := range sortedNames(g.l1) {
+		if err := g.l1[name].Check(ctx); err != nil {
 			reasons = append(reasons, err.Error())
 		}
 	}
@@ -250,17 +204,35 @@ func (s *Server) ready(ctx context.Context) []string {
 
 // info adds each backend's INFO lines.
 func (s *Server) info(ctx context.Context) [][2]string {
+	g := s.gen.Load()
 	var lines [][2]string
-	for _, d := range s.drivers {
-		if is, ok := d.(backends.InfoSection); ok {
+	for _, name := range sortedNames(g.drivers) {
+		if is, ok := g.drivers[name].(backends.InfoSection); ok {
 			lines = append(lines, is.Info(ctx)...)
 		}
 	}
-	for _, e := range s.extras {
-		lines = append(lines, e.Info(ctx)...)
+	for _, name := range sortedNames(g.l1) {
+		lines = append(lines, g.l1[name].Info(ctx)...)
 	}
 	return lines
 }
 
 // Router is the server's router (tests, the bench).
 func (s *Server) Router() *route.Router { return s.router }
+
+// generationCollector exports the current generation's driver and L1
+// metrics. It describes nothing (an unchecked collector, in Prometheus's
+// terms) because what it collects changes with each reload.
+type generationCollector struct{ s *Server }
+
+func (generationCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c generationCollector) Collect(ch chan<- prometheus.Metric) {
+	g := c.s.gen.Load()
+	for _, col := range g.collectors {
+		col.Collect(ch)
+	}
+	for _, name := range sortedNames(g.l1) {
+		g.l1[name].Collect(ch)
+	}
+}

@@ -25,13 +25,21 @@ import (
 // given YAML (the embedded default when empty) and stops it at the end.
 func startPgcache(t *testing.T, yaml string) *Server {
 	t.Helper()
-	src := conf.Source{Environ: func() []string {
-		return []string{
-			"PGCACHE_LISTEN__RESP=127.0.0.1:0",
-			"PGCACHE_LISTEN__HTTP=127.0.0.1:0",
-			"PGCACHE_LISTEN__ADMIN=127.0.0.1:0",
-		}
-	}}
+	s, _ := startPgcacheFile(t, yaml)
+	return s
+}
+
+// startPgcacheFile is startPgcache that also returns the config file (""
+// for the embedded default), which SIGHUP's ReloadFile reads again. env are
+// more PGCACHE_* variables.
+func startPgcacheFile(t *testing.T, yaml string, env ...string) (*Server, string) {
+	t.Helper()
+	env = append([]string{
+		"PGCACHE_LISTEN__RESP=127.0.0.1:0",
+		"PGCACHE_LISTEN__HTTP=127.0.0.1:0",
+		"PGCACHE_LISTEN__ADMIN=127.0.0.1:0",
+	}, env...)
+	src := conf.Source{Environ: func() []string { return env }}
 	if yaml != "" {
 		src.File = filepath.Join(t.TempDir(), "pgcache.yaml")
 		if err := os.WriteFile(src.File, []byte(yaml), 0o600); err != nil {
@@ -46,6 +54,7 @@ func startPgcache(t *testing.T, yaml string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.SetSource(src)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +65,7 @@ func startPgcache(t *testing.T, yaml string) *Server {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return s
+	return s, src.File
 }
 
 func redisClient(t *testing.T, s *Server) *redis.Client {

@@ -121,10 +121,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	// with this process: they get a signal when it does).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	context.AfterFunc(ctx, func() {
+	noteStop := context.AfterFunc(ctx, func() {
 		stop()
 		fmt.Fprintln(stderr, "\nstopping: finishing the current phase's requests, stopping the servers, writing the results (Ctrl-C again exits at once)")
 	})
+	defer noteStop() // runs before stop: no note when the run simply ends
 
 	_, err := bench.Run(ctx, o)
 	switch {

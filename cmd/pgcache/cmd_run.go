@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/conf"
+	"github.com/pgcache/pgcache/internal/sdnotify"
 	"github.com/pgcache/pgcache/server"
 )
 
@@ -19,7 +21,7 @@ func init() {
 	register(command{
 		name:  "run",
 		usage: "[--config FILE] [flags]",
-		short: "serve RESP, HTTP and the admin API until SIGTERM or SIGINT",
+		short: "serve RESP, HTTP and the admin API until SIGTERM or SIGINT; SIGHUP reloads the config",
 		run:   cmdRun,
 	})
 }
@@ -32,7 +34,8 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	cfg, err := conf.Load(conf.Source{File: *file, Flags: fs})
+	src := conf.Source{File: *file, Flags: fs}
+	cfg, err := conf.Load(src)
 	if err != nil {
 		fmt.Fprintf(stderr, "pgcache: config:\n%v\n", err)
 		return exitError
@@ -51,6 +54,7 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 		log.Error("start", zap.Error(err))
 		return exitError
 	}
+	srv.SetSource(src)
 	// Signals are caught before listening, so a SIGTERM that arrives while
 	// starting still drains instead of killing the process.
 	sigs := make(chan os.Signal, 1)
@@ -62,6 +66,7 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 		return exitError
 	}
 	log.Info("pgcache started", zap.String("version", server.Version()), zap.Int("routes", len(cfg.Routes)))
+	notify(log, sdnotify.Ready("serving"))
 
 	code := exitOK
 wait:
@@ -69,7 +74,7 @@ wait:
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				log.Warn("SIGHUP: live reload is not supported yet; restart pgcache to change its config")
+				reload(srv, log)
 				continue
 			}
 			log.Info("stopping", zap.String("signal", sig.String()))
@@ -80,7 +85,9 @@ wait:
 			break wait
 		}
 	}
-	ctx, cancel = context.WithTimeout(context.Background(), time.Duration(cfg.ShutdownTimeout))
+	notify(log, sdnotify.Stopping())
+	// Read now, not at start: a reload may have changed it.
+	ctx, cancel = context.WithTimeout(context.Background(), time.Duration(srv.Config().ShutdownTimeout))
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown", zap.Error(err))
@@ -88,3 +95,26 @@ wait:
 	log.Info("pgcache stopped")
 	return code
 }
+
+// reload is SIGHUP: read the config file again and swap it in. A config
+// that is refused leaves the running one serving; the server has logged
+// why and counted it, and systemd's status line says so too.
+func reload(srv *server.Server, log *zap.Logger) {
+	notify(log, sdnotify.Reloading())
+	status := "serving"
+	if err := srv.ReloadFile(context.Background()); err != nil {
+		status = "serving the previous config; reload refused: " + oneLine(err.Error())
+	}
+	notify(log, sdnotify.Ready(status))
+}
+
+// notify reports a failure to reach systemd's notify socket, which only
+// matters to someone reading why the unit does not come up.
+func notify(log *zap.Logger, err error) {
+	if err != nil {
+		log.Warn("sd_notify", zap.Error(err))
+	}
+}
+
+// oneLine joins a multi-line error for a one-line status.
+func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }

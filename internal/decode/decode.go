@@ -6,6 +6,7 @@ package decode
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ type Duration time.Duration
 // String prints the duration as Go does.
 func (d Duration) String() string { return time.Duration(d).String() }
 
+// MarshalText writes the duration as config takes it ("30s"), so the JSON
+// of a config reads as its YAML did and loads back the same.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
 // Strict decodes input into out (a pointer to a struct with mapstructure
 // tags). Unknown keys and values of the wrong kind are errors.
 func Strict(input any, out any) error {
@@ -54,9 +59,40 @@ func Strict(input any, out any) error {
 	return dec.Decode(input)
 }
 
-// Hook converts strings and numbers into ByteSize and Duration.
+// FileMode is a permission mode written in config as an octal string
+// ("0660"). YAML reads an unquoted 0660 as octal already, so a number is
+// taken as it is.
+type FileMode uint32
+
+// String prints the mode in octal, as chmod takes it.
+func (m FileMode) String() string { return fmt.Sprintf("%#04o", uint32(m)) }
+
+// MarshalText writes the mode in octal, so the JSON of a config reads as
+// its YAML did and loads back the same.
+func (m FileMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// ParseFileMode reads "0660" or "660" as octal.
+func ParseFileMode(s string) (FileMode, error) {
+	n, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(s), "0o"), 8, 32)
+	if err != nil || n > 0o777 {
+		return 0, fmt.Errorf("%q is not a permission mode (octal, like \"0660\")", s)
+	}
+	return FileMode(n), nil
+}
+
+// Hook converts strings and numbers into ByteSize, Duration and FileMode.
 var Hook mapstructure.DecodeHookFunc = func(from, to reflect.Type, data any) (any, error) {
 	switch to {
+	case reflect.TypeFor[FileMode]():
+		switch v := data.(type) {
+		case string:
+			return ParseFileMode(v)
+		case int:
+			if v < 0 || v > 0o777 {
+				return nil, fmt.Errorf("%#o is not a permission mode (octal, like \"0660\")", v)
+			}
+			return FileMode(v), nil
+		}
 	case reflect.TypeFor[ByteSize]():
 		switch v := data.(type) {
 		case string:
