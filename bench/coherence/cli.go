@@ -37,6 +37,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.PGDSN, "pg-dsn", "", "use this PostgreSQL (default: start a throwaway one)")
 	fs.StringVar(&o.ValkeyAddr, "valkey-addr", "", "use this Valkey/Redis (default: start a throwaway one)")
 	fs.StringVar(&o.Out, "out", "", "write results.jsonl and report.html here")
+	fs.BoolVar(&o.NoWarmup, "no-warmup", false, "skip reading every row once before each stack's measured run")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s\n\nReads while writing (seeds/001): pgcache's coherent L1, Valkey cache-aside and\nprepared SQL on one table, stale entries after the writes settle, and what\ninvalidation costs writers.\n\nflags:\n", Usage)

@@ -137,3 +137,24 @@ func watch(w io.Writer, label string, total time.Duration, start time.Time, read
 	})
 	return func() { close(done); wg.Wait() }
 }
+
+// warm reads every row once, the rows split between the readers, so that
+// the measured run starts with warm caches (and warm PostgreSQL buffers for
+// the stack without one).
+func warm(ctx context.Context, o *Options, read readFunc) error {
+	var wg sync.WaitGroup
+	var firstErr error
+	var once sync.Once
+	for r := range o.Readers {
+		wg.Go(func() {
+			for id := int64(1 + r); id <= int64(o.Rows) && ctx.Err() == nil; id += int64(o.Readers) {
+				if _, err := read(ctx, id); err != nil {
+					once.Do(func() { firstErr = fmt.Errorf("warmup: %w", err) })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}

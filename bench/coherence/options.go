@@ -53,6 +53,9 @@ type Options struct {
 	Duration   time.Duration // reads-while-writing time per stack
 	Instances  int           // pgcache instances sharing the database
 	Stacks     []string      // which stacks, in Stacks order
+	// NoWarmup skips reading every row once before the measured run (a
+	// cache then starts cold, and a short run measures mostly misses).
+	NoWarmup bool
 
 	// FillDelay holds a cache-aside reader between its SELECT and its SET:
 	// a demonstration of the late-fill race (valkey-cache-aside only).

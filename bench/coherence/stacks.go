@@ -81,6 +81,9 @@ func (r *run) runPgcache(ctx context.Context) (*stackResult, error) {
 		_, err := r.env.db.Exec(ctx, update, id)
 		return err
 	}
+	if err := r.warm(ctx, read); err != nil {
+		return nil, err
+	}
 	before := tierTotals(tiers)
 	res := &stackResult{load: runLoad(ctx, r.o, read, write, r.o.Progress, StackPgcache)}
 	after := tierTotals(tiers)
@@ -221,6 +224,9 @@ func (r *run) runCacheAside(ctx context.Context) (*stackResult, error) {
 		}
 		return v.Del(ctx, cacheKey(id)).Err()
 	}
+	if err := r.warm(ctx, read); err != nil {
+		return nil, err
+	}
 	res := &stackResult{load: runLoad(ctx, r.o, read, write, r.o.Progress, StackCacheAside)}
 	res.hitRatio = ratio(res.load.hits, res.load.reads)
 	// A cache-aside entry has nothing left to wait for: what is stale now
@@ -269,7 +275,18 @@ func (r *run) runSQL(ctx context.Context) (*stackResult, error) {
 		_, err := r.env.db.Exec(ctx, update, id)
 		return err
 	}
+	if err := r.warm(ctx, read); err != nil {
+		return nil, err
+	}
 	return &stackResult{load: runLoad(ctx, r.o, read, write, r.o.Progress, StackSQL), hitRatio: -1}, nil
+}
+
+// warm runs the warmup unless the options skip it.
+func (r *run) warm(ctx context.Context, read readFunc) error {
+	if r.o.NoWarmup {
+		return nil
+	}
+	return warm(ctx, r.o, read)
 }
 
 func waitFor(ctx context.Context, limit time.Duration, what string, cond func() bool) error {
