@@ -10,7 +10,7 @@ ARGS    ?=
 # pg_ctl, pgbench) and Redis 7 standing in for Valkey, which bookworm lacks.
 TEST_PACKAGES := postgresql redis-server redis-tools
 
-.PHONY: all build run test test-deps lint fmt vet bench clean quick medium long gen-targets proto-gen
+.PHONY: all build run test test-faults test-deps lint fmt vet bench clean quick medium long gen-targets proto-gen
 
 all: build
 
@@ -21,9 +21,26 @@ run: build
 	./$(BIN) run $(ARGS)
 
 ## test: install what the tests need, check formatting and vet, verify the
-## systemd units, run every test with -race.
+## systemd units, run every test with -race (but the fault suite's: test-faults).
 test: test-deps lint verify-units
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v '/faults$$')
+
+## test-faults: the fault suite (faults/: PostgreSQL and Valkey restarted,
+## crashed and cut off, 10,000 and slowloris clients, the binary signalled;
+## docs/reliability.md) without -race, which would make its 10,000
+## connections minutes long (`go test -race ./faults/` runs it smaller), and
+## with -trimpath, as `make build` compiles, to share its compiled packages;
+## then FUZZTIME of fuzzing for each parser (PGCACHE_FAULTS_FILL_NOTIFY_QUEUE=1
+## adds the 8GB NOTIFY queue case).
+FUZZTIME ?= 10s
+FUZZ     := proxy:FuzzReader backends/postgres:FuzzCRUDKey conf:FuzzConfig httpapi:FuzzHTTP
+
+test-faults: test-deps
+	$(GO) test -trimpath -count=1 -timeout 10m ./faults/
+	@set -e; for f in $(FUZZ); do \
+		echo "fuzz $${f#*:} (./$${f%%:*}/, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./$${f%%:*}/; \
+	done
 
 test-deps:
 	@missing=""; \

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,27 +99,50 @@ func (s *Table) FenceKey(key string) (string, error) {
 		if !fenceable(sh.pk[0]) {
 			return "", fmt.Errorf("%w: column %s is %s", errFenceKey, sh.pk[0].name, sh.pk[0].typ)
 		}
-		if sh.pk[0].baseType == "uuid" {
-			return strings.ToLower(vals[0]), nil
-		}
-		return vals[0], nil
+		return fenceText(vals[0], sh.pk[0])
 	}
 	parts := make([]any, len(vals))
 	for i, v := range vals {
 		c := sh.pk[i]
-		switch {
-		case !fenceable(c):
+		if !fenceable(c) {
 			return "", fmt.Errorf("%w: column %s is %s", errFenceKey, c.name, c.typ)
-		case isInteger(c):
-			parts[i] = json.Number(v)
-		case c.baseType == "uuid":
-			parts[i] = strings.ToLower(v)
-		default:
-			parts[i] = v
+		}
+		text, err := fenceText(v, c)
+		if err != nil {
+			return "", err
+		}
+		if isInteger(c) {
+			parts[i] = json.Number(text)
+		} else {
+			parts[i] = text
 		}
 	}
 	b, err := json.Marshal(parts)
 	return string(b), err
+}
+
+// fenceText is a key value as the triggers publish it (to_jsonb), read
+// back as text. The key may spell the row otherwise than PostgreSQL prints
+// it, and the fence must name the row: an integer is rendered in
+// PostgreSQL's spelling ("+7" and "007" name row 7, published as 7); a
+// uuid is lowercased, and one written in another of the forms PostgreSQL
+// reads (braces, hyphens elsewhere) is not cached.
+func fenceText(v string, c column) (string, error) {
+	switch {
+	case isInteger(c):
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("%w: %q for column %s", errFenceKey, v, c.name)
+		}
+		return strconv.FormatInt(n, 10), nil
+	case c.baseType == "uuid":
+		u := strings.ToLower(v)
+		if checkUUID(u) != nil {
+			return "", fmt.Errorf("%w: uuid %q is not in canonical form", errFenceKey, v)
+		}
+		return u, nil
+	}
+	return v, nil
 }
 
 func isInteger(c column) bool {

@@ -1,0 +1,161 @@
+package faults
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgcache/pgcache/internal/testenv"
+)
+
+// Valkey (or Redis) killed under load and started again, empty (it keeps
+// nothing on disk). Requests fail while it is down, with an error, and
+// only then; pgcache reconnects by itself; the client-side cache never
+// serves a value from before the crash.
+func TestValkeyKilledRestarted(t *testing.T) {
+	leakCheck(t)
+	srv := testenv.RedisFor(t)
+	p := startPgcache(t, fmt.Sprintf(`
+backends:
+  vk: {type: valkey, addrs: [%q], dial_timeout: 1s, command_timeout: 1s, client_cache: {ttl: 1m}}
+  mem: {type: memory}
+routes:
+  - {name: valkey, prefix: "vk:", backend: vk}
+  - {name: memory, prefix: "", backend: mem}
+`, srv.Addr()))
+	// A value read enough to sit in the client-side cache.
+	c := dialRESP(t, p.resp)
+	if _, err := c.Do("SET", "vk:old", "before the crash"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if v, err := c.Do("GET", "vk:old"); err != nil || v != "before the crash" {
+			t.Fatalf("GET vk:old = %q, %v", v, err)
+		}
+	}
+	l := startLoad(t, p.resp, loadOptions{prefix: "vk:", writers: 4})
+	var (
+		restarted  atomic.Bool
+		oldReads   atomic.Int64 // reads of vk:old after the restart
+		staleReads atomic.Int64 // … that returned the value from before the crash
+		stop       = make(chan struct{})
+		wg         sync.WaitGroup
+	)
+	for range 2 {
+		wg.Go(func() {
+			var rc *respConn
+			defer func() {
+				if rc != nil {
+					rc.Close()
+				}
+			}()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+				if rc == nil {
+					var err error
+					if rc, err = dialRESPTimeout(p.resp, 5*time.Second); err != nil {
+						rc = nil
+						continue
+					}
+				}
+				after := restarted.Load()
+				v, err := rc.Do("GET", "vk:old")
+				if err != nil {
+					if _, ok := err.(errReply); !ok {
+						rc.Close()
+						rc = nil
+					}
+					continue
+				}
+				if after {
+					oldReads.Add(1)
+					if v == "before the crash" {
+						staleReads.Add(1)
+					}
+				}
+			}
+		})
+	}
+	t.Cleanup(func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	})
+	l.waitOK(t, 500, 20*time.Second)
+
+	killed := time.Now()
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	l.waitFailed(t, 50, 20*time.Second)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	up := time.Now()
+	restarted.Store(true)
+	var recovered time.Time
+	eventually(t, 30*time.Second, "requests succeed again", func() bool {
+		recovered = l.firstOKAfter(up)
+		return !recovered.IsZero()
+	})
+	l.waitOK(t, 500, 30*time.Second)
+	settled := time.Now()
+	l.waitOK(t, 500, 30*time.Second)
+	eventually(t, 10*time.Second, "reads of vk:old after the restart", func() bool { return oldReads.Load() > 100 })
+	close(stop)
+	wg.Wait()
+	l.Stop()
+
+	if n := staleReads.Load(); n > 0 {
+		t.Errorf("%d of %d reads after the restart returned the value cached before the crash", n, oldReads.Load())
+	}
+	if v, err := c.Do("GET", "vk:old"); err != nil || v != "" {
+		t.Errorf("GET vk:old after the restart = %q, %v; want nil", v, err)
+	}
+	first, last := l.failureSpan()
+	if first.Before(killed) {
+		t.Errorf("a request failed %v before the kill", killed.Sub(first))
+	}
+	if n := l.failedBetween(settled, time.Now()); n > 0 {
+		t.Errorf("%d requests failed after recovery", n)
+	}
+	// Writes acknowledged after the restart are there; those before went
+	// with the server, which keeps nothing on disk.
+	acked := l.ackedWrites()
+	var lostAfter, lostBefore int
+	direct := dialRESP(t, srv.Addr())
+	for k, v := range acked {
+		got, err := direct.Do("GET", "valkey:"+strings.TrimPrefix(k, "vk:"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != v {
+			if before, _ := l.ackedBefore([]string{k}, up); before == 1 {
+				lostBefore++
+			} else {
+				lostAfter++
+			}
+		}
+	}
+	if lostAfter > 0 {
+		t.Errorf("%d writes acknowledged after the restart are not in Valkey", lostAfter)
+	}
+	t.Logf("errors:\n%s", l.errorSummary())
+	figure(t, "valkey killed: down %.2fs (kill to restarted); first success %.2fs after it was back; failed requests %d "+
+		"(from %+.2fs to %+.2fs after the kill; %d sent after recovery); "+
+		"reads of a key cached before the crash: %d, stale %d; acked writes %d, lost %d (all acknowledged before the crash: "+
+		"the server keeps nothing on disk)",
+		up.Sub(killed).Seconds(), recovered.Sub(up).Seconds(), l.failed.Load(), first.Sub(killed).Seconds(),
+		last.Sub(killed).Seconds(), l.failedBetween(settled, time.Now()), oldReads.Load(), staleReads.Load(),
+		len(acked), lostBefore+lostAfter)
+}
