@@ -22,8 +22,8 @@ import (
 // off and the connection is replaced.
 const (
 	DefaultPingInterval = 3 * time.Second
-	DefaultDeadAfter    = 10 * time.Second
-	waitSlice           = time.Second // how often the wait loop looks at the clock
+	DefaultDeadAfter    = 7 * time.Second // + up to PingInterval: a silent connection is noticed within 10 s
+	waitSlice           = time.Second     // how often the wait loop looks at the clock
 	minBackoff          = 100 * time.Millisecond
 	maxBackoff          = 5 * time.Second
 )
