@@ -235,7 +235,11 @@ func (s *shard) metrics() vegeta.Metrics {
 	m.Success = float64(s.success) / float64(n)
 	m.BytesIn = vegeta.ByteMetrics{Total: s.bytesIn, Mean: float64(s.bytesIn) / float64(n)}
 	m.BytesOut = vegeta.ByteMetrics{Total: s.bytesOut, Mean: float64(s.bytesOut) / float64(n)}
-	q := func(p float64) time.Duration { return time.Duration(s.hist.ValueAtPercentile(p)) * time.Microsecond }
+	// The histogram reports a bucket's upper bound, which can pass the exact
+	// max by its precision: a percentile is never above the max.
+	q := func(p float64) time.Duration {
+		return min(time.Duration(s.hist.ValueAtPercentile(p))*time.Microsecond, s.max)
+	}
 	m.Latencies = vegeta.LatencyMetrics{
 		Total: s.total,
 		Mean:  s.total / time.Duration(n),
@@ -258,8 +262,8 @@ func (r *recorder) seconds() []Second {
 			Requests: s.requests,
 			Errors:   s.errors,
 			Mean:     s.total / time.Duration(s.requests),
-			P50:      time.Duration(s.hist.ValueAtPercentile(50)) * time.Microsecond,
-			P99:      time.Duration(s.hist.ValueAtPercentile(99)) * time.Microsecond,
+			P50:      min(time.Duration(s.hist.ValueAtPercentile(50))*time.Microsecond, s.max),
+			P99:      min(time.Duration(s.hist.ValueAtPercentile(99))*time.Microsecond, s.max),
 			Max:      s.max,
 		}
 	}
