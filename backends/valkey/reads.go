@@ -117,10 +117,20 @@ func (s *Store) appendValues(ctx context.Context, dst [][]byte, msgs []valkey.Va
 
 // Exists counts the keys that exist, a key named twice twice.
 func (s *Store) Exists(ctx context.Context, keys []string) (int64, error) {
+	return s.countKeys(ctx, "exists", keys, func(c *client, ks ...string) valkey.Completed {
+		return c.B().Exists().Key(ks...).Build()
+	}, false)
+}
+
+// countKeys runs a command that takes keys and answers how many it
+// counted (EXISTS, DEL): one command standalone; in a cluster, where keys
+// may live on different nodes, one per key in one round trip, summed.
+// written marks the keys written, as every write does.
+func (s *Store) countKeys(ctx context.Context, op string, keys []string, build func(c *client, ks ...string) valkey.Completed, written bool) (int64, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	cctx, done, c, err := s.d.begin(ctx, "exists")
+	cctx, done, c, err := s.d.begin(ctx, op)
 	if err != nil {
 		return 0, err
 	}
@@ -128,16 +138,19 @@ func (s *Store) Exists(ctx context.Context, keys []string) (int64, error) {
 	ks := s.keys(keys)
 	var n int64
 	if !c.cluster {
-		n, err = c.Do(cctx, c.B().Exists().Key(ks...).Build()).AsInt64()
+		n, err = c.Do(cctx, build(c, ks...)).AsInt64()
 	} else {
 		cmds := make(valkey.Commands, len(ks))
 		for i, k := range ks {
-			cmds[i] = c.B().Exists().Key(k).Build()
+			cmds[i] = build(c, k)
 		}
 		n, err = sum(c.DoMulti(cctx, cmds...))
 	}
+	if written {
+		s.written(ks...)
+	}
 	if err != nil {
-		return 0, s.d.fail(ctx, "exists", err)
+		return 0, s.d.fail(ctx, op, err)
 	}
 	return n, nil
 }

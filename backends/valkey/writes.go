@@ -122,30 +122,9 @@ func (s *Store) MSet(ctx context.Context, pairs []backends.KV) error {
 
 // Del removes keys and counts those that existed.
 func (s *Store) Del(ctx context.Context, keys []string) (int64, error) {
-	if len(keys) == 0 {
-		return 0, nil
-	}
-	cctx, done, c, err := s.d.begin(ctx, "del")
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	ks := s.keys(keys)
-	var n int64
-	if !c.cluster {
-		n, err = c.Do(cctx, c.B().Del().Key(ks...).Build()).AsInt64()
-	} else {
-		cmds := make(valkey.Commands, len(ks))
-		for i, k := range ks {
-			cmds[i] = c.B().Del().Key(k).Build()
-		}
-		n, err = sum(c.DoMulti(cctx, cmds...))
-	}
-	s.written(ks...)
-	if err != nil {
-		return 0, s.d.fail(ctx, "del", err)
-	}
-	return n, nil
+	return s.countKeys(ctx, "del", keys, func(c *client, ks ...string) valkey.Completed {
+		return c.B().Del().Key(ks...).Build()
+	}, true)
 }
 
 // GetDel returns the value of key and removes it (GETDEL).
