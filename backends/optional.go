@@ -47,4 +47,14 @@ type Fenced interface {
 // front of it never keeps a value longer than the store does.
 type ExpiryReader interface {
 	GetWithTTL(ctx context.Context, key string) (val []byte, ttl time.Duration, ok bool, err error)
+	// MGetWithTTL is GetWithTTL for many keys in one round trip: it appends
+	// one entry per key to dst, with a nil Val when the key is absent.
+	MGetWithTTL(ctx context.Context, keys []string, dst []Expiring) ([]Expiring, error)
+}
+
+// Expiring is a value read with its remaining lifetime (TTLPersistent for
+// none); a nil Val means the key is absent.
+type Expiring struct {
+	Val []byte
+	TTL time.Duration
 }

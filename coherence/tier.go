@@ -254,22 +254,38 @@ func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte,
 		return dst, nil
 	}
 	tok := t.f.Token()
-	vals, err := t.b.MGet(ctx, missing, nil)
+	got, err := t.readMany(ctx, missing)
 	if err != nil {
 		return dst[:base], err
 	}
-	for i, v := range vals {
-		dst[missingAt[i]] = v
-		// MGet returns no TTLs, so only rows that cannot expire (table
-		// routes) are filled from it; kv rows fill through Get.
-		if v == nil || t.expiry != nil {
+	for i, e := range got {
+		dst[missingAt[i]] = e.Val
+		if e.Val == nil {
 			continue
 		}
 		if h, err := t.hash(missing[i]); err == nil {
-			t.fill(strings.Clone(missing[i]), v, tok, h, backends.TTLPersistent)
+			t.fill(strings.Clone(missing[i]), e.Val, tok, h, e.TTL)
 		}
 	}
 	return dst, nil
+}
+
+// readMany reads keys in one backend call, with their remaining lifetimes
+// when the backend has them (kv rows) and as rows that never expire when
+// it has none (table rows).
+func (t *Tier) readMany(ctx context.Context, keys []string) ([]backends.Expiring, error) {
+	if t.expiry != nil {
+		return t.expiry.MGetWithTTL(ctx, keys, nil)
+	}
+	vals, err := t.b.MGet(ctx, keys, nil)
+	if err != nil {
+		return nil, err
+	}
+	got := make([]backends.Expiring, len(vals))
+	for i, v := range vals {
+		got[i] = backends.Expiring{Val: v, TTL: backends.TTLPersistent}
+	}
+	return got, nil
 }
 
 // invalidate fences a key this instance just wrote and drops its entry.

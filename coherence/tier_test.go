@@ -2,6 +2,7 @@ package coherence
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +29,11 @@ func (m *fencedMemory) Get(ctx context.Context, key string) ([]byte, bool, error
 	return m.Backend.Get(ctx, key)
 }
 
+func (m *fencedMemory) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
+	m.reads.Add(int64(len(keys)))
+	return m.Backend.MGet(ctx, keys, dst)
+}
+
 type expiringMemory struct{ *fencedMemory }
 
 func (m expiringMemory) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, bool, error) {
@@ -37,6 +43,20 @@ func (m expiringMemory) GetWithTTL(ctx context.Context, key string) ([]byte, tim
 	}
 	ttl, err := m.Backend.TTL(ctx, key)
 	return v, ttl, ok, err
+}
+
+func (m expiringMemory) MGetWithTTL(ctx context.Context, keys []string, dst []backends.Expiring) ([]backends.Expiring, error) {
+	for _, k := range keys {
+		v, ttl, ok, err := m.GetWithTTL(ctx, k)
+		if err != nil {
+			return dst, err
+		}
+		if !ok {
+			v = nil
+		}
+		dst = append(dst, backends.Expiring{Val: v, TTL: ttl})
+	}
+	return dst, nil
 }
 
 func newTier(t *testing.T, expiring bool) (*Tier, *fencedMemory, *Fences) {
@@ -246,6 +266,37 @@ func TestNoJoinAcrossFence(t *testing.T) {
 	<-slow
 	if v := get(t, tier, "k"); v != "new" {
 		t.Fatalf("later read = %q", v)
+	}
+}
+
+// MGet fills L1 with what it read, for rows that expire (kv) and rows that
+// do not (table routes) alike, and a fence makes the next MGet read again.
+func TestMGetFills(t *testing.T) {
+	for _, expiring := range []bool{false, true} {
+		tier, m, f := newTier(t, expiring)
+		writeElsewhere(t, m, "a", "1")
+		writeElsewhere(t, m, "b", "2")
+		mget := func() string {
+			t.Helper()
+			vals, err := tier.MGet(ctx, []string{"a", "b", "absent"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fmt.Sprintf("%q", vals)
+		}
+		if got, want := mget(), `["1" "2" ""]`; got != want {
+			t.Fatalf("expiring=%v: MGet = %s, want %s", expiring, got, want)
+		}
+		before := m.reads.Load()
+		mget()
+		if n := m.reads.Load() - before; n != 1 {
+			t.Fatalf("expiring=%v: second MGet read %d keys from the backend, want 1 (the absent one)", expiring, n)
+		}
+		writeElsewhere(t, m, "a", "new")
+		f.FenceKey("public.kv", "a")
+		if got, want := mget(), `["new" "2" ""]`; got != want {
+			t.Fatalf("expiring=%v: MGet after a fence = %s, want %s", expiring, got, want)
+		}
 	}
 }
 

@@ -49,8 +49,9 @@ type conn struct {
 	quit    bool  // close once the replies are written (QUIT, protocol error)
 	failed  error // close without writing more (output limit, write error)
 
-	scratch // reused by the multi-key commands
-	rawConn // writes that do not wait, see writeNow
+	group   group // pipelined GETs or SETs run as one backend call, see group.go
+	scratch       // reused by the multi-key commands
+	rawConn       // writes that do not wait, see writeNow
 }
 
 // newConn returns a client. As in Redis, a client that connects while auth
@@ -150,6 +151,7 @@ func (c *conn) batch() {
 	for {
 		args, err := c.rd.next()
 		if err != nil {
+			c.endGroup()
 			c.protocolError(err)
 			break
 		}
@@ -160,7 +162,11 @@ func (c *conn) batch() {
 			c.t, c.release = c.s.router.Acquire()
 		}
 		n++
-		c.exec(args)
+		cmd := lookup(commands, args[0])
+		if c.join(cmd, args) {
+			continue
+		}
+		c.exec(cmd, args)
 		if c.pending() > flushAt {
 			c.room(0)
 		}
@@ -172,15 +178,15 @@ func (c *conn) batch() {
 }
 
 func (c *conn) endBatch() {
+	c.endGroup()
 	if c.release != nil {
 		c.release()
 	}
 	c.t, c.release = nil, nil
 }
 
-// exec runs one request.
-func (c *conn) exec(args [][]byte) {
-	cmd := lookup(commands, args[0])
+// exec runs one request; cmd is its command, nil when there is none.
+func (c *conn) exec(cmd *command, args [][]byte) {
 	if cmd == nil {
 		c.writeError(errUnknownCommand(args))
 		return

@@ -51,6 +51,56 @@ const getTTLSQL = `SELECT value,
 	     ELSE greatest(floor(extract(epoch FROM expires_at - now()) * 1000), 0)::bigint END
 	FROM %s WHERE key = $1::%s AND expires_at > now()`
 
+// ttlOf turns the milliseconds of getTTLSQL's second column into a TTL.
+func ttlOf(ms int64) time.Duration {
+	if ms < 0 {
+		return backends.TTLPersistent
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// mgetTTLSQL is mgetSQL with each row's remaining lifetime, as getTTLSQL.
+const mgetTTLSQL = `SELECT key::text, value,
+	CASE WHEN expires_at = 'infinity' THEN -1
+	     ELSE greatest(floor(extract(epoch FROM expires_at - now()) * 1000), 0)::bigint END
+	FROM %s WHERE key = ANY($1::%s[]) AND expires_at > now()`
+
+// MGetWithTTL appends each key's value and remaining lifetime to dst, a
+// nil value for a key that is absent: one query for all.
+func (s *KV) MGetWithTTL(ctx context.Context, keys []string, dst []backends.Expiring) ([]backends.Expiring, error) {
+	if len(keys) == 0 {
+		return dst, nil
+	}
+	ks, err := s.key.params(keys)
+	if err != nil {
+		return dst, err
+	}
+	sql := fmt.Sprintf(mgetTTLSQL, s.table.ident(), s.key.sqlType)
+	found := make(map[string]backends.Expiring, len(keys))
+	err = s.do(ctx, "mget", func(ctx context.Context) error {
+		clear(found)
+		rows, err := s.pool.Query(ctx, sql, ks)
+		if err != nil {
+			return err
+		}
+		var k string
+		var v []byte
+		var ms int64
+		_, err = pgx.ForEachRow(rows, []any{&k, &v, &ms}, func() error {
+			found[k] = backends.Expiring{Val: value(v), TTL: ttlOf(ms)}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return dst, err
+	}
+	for _, k := range keys {
+		dst = append(dst, found[k]) // a nil Val when absent
+	}
+	return dst, nil
+}
+
 // GetWithTTL returns a live key's value and remaining lifetime.
 func (s *KV) GetWithTTL(ctx context.Context, key string) (val []byte, ttl time.Duration, ok bool, err error) {
 	k, err := s.key.param(key)
@@ -68,10 +118,7 @@ func (s *KV) GetWithTTL(ctx context.Context, key string) (val []byte, ttl time.D
 		if err != nil {
 			return err
 		}
-		ok, ttl = true, time.Duration(ms)*time.Millisecond
-		if ms < 0 {
-			ttl = backends.TTLPersistent
-		}
+		ok, ttl = true, ttlOf(ms)
 		val = value(val)
 		return nil
 	})

@@ -421,3 +421,46 @@ func pollFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	}
 	t.Fatalf("%s: not within %v", what, limit)
 }
+
+// TestMGetWithTTL: one read of many keys returns each live row with its
+// remaining lifetime by the database clock, nil for an absent or expired
+// key, in the order asked, for every key type.
+func TestMGetWithTTL(t *testing.T) {
+	d := newDriver(t, Options{})
+	ctx := testCtx(t)
+	for _, tc := range []struct {
+		keyType                      string
+		persistent, expiring, absent string
+	}{
+		{KeyText, "p", "e", "x"},
+		{KeyUUID, "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5d"},
+		{KeyBigint, "1", "-2", "3"},
+	} {
+		t.Run(tc.keyType, func(t *testing.T) {
+			s := openKV(t, d, uniqueTable(t), DurabilityUnlogged, tc.keyType)
+			if _, err := s.Set(ctx, tc.persistent, []byte("forever"), backends.SetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			ttl := backends.TTL{Mode: backends.TTLRelative, D: time.Hour}
+			if _, err := s.Set(ctx, tc.expiring, []byte("an hour"), backends.SetOptions{TTL: ttl}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.MGetWithTTL(ctx, []string{tc.expiring, tc.absent, tc.persistent, tc.expiring}, nil)
+			if err != nil || len(got) != 4 {
+				t.Fatalf("MGetWithTTL = %v, %v", got, err)
+			}
+			if string(got[0].Val) != "an hour" || got[0].TTL <= 59*time.Minute || got[0].TTL > time.Hour || got[3].TTL != got[0].TTL {
+				t.Errorf("expiring key: %q, ttl %v (and %v again)", got[0].Val, got[0].TTL, got[3].TTL)
+			}
+			if got[1].Val != nil {
+				t.Errorf("absent key: %q", got[1].Val)
+			}
+			if string(got[2].Val) != "forever" || got[2].TTL != backends.TTLPersistent {
+				t.Errorf("persistent key: %q, ttl %v", got[2].Val, got[2].TTL)
+			}
+			if _, err := s.MGetWithTTL(ctx, []string{tc.persistent, "not a " + tc.keyType + "\x00"}, nil); !errors.Is(err, backends.ErrBadKey) {
+				t.Errorf("a bad key: %v, want ErrBadKey", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/route"
+)
+
+// callCounter counts the calls that reach a route's backend, and refuses
+// keys that start with "bad", as a PostgreSQL uuid route refuses a key that
+// is no uuid: a grouped call naming one fails as a whole.
+type callCounter struct {
+	backends.Backend
+	get, mget, set, mset atomic.Int64
+}
+
+func badKeys(keys ...string) error {
+	for _, k := range keys {
+		if strings.HasPrefix(k, "bad") {
+			return fmt.Errorf("%w: %q", backends.ErrBadKey, k)
+		}
+	}
+	return nil
+}
+
+func (b *callCounter) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	b.get.Add(1)
+	if err := badKeys(key); err != nil {
+		return nil, false, err
+	}
+	return b.Backend.Get(ctx, key)
+}
+
+func (b *callCounter) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
+	b.mget.Add(1)
+	if err := badKeys(keys...); err != nil {
+		return dst, err
+	}
+	return b.Backend.MGet(ctx, keys, dst)
+}
+
+func (b *callCounter) Set(ctx context.Context, key string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
+	b.set.Add(1)
+	if err := badKeys(key); err != nil {
+		return backends.SetResult{}, err
+	}
+	return b.Backend.Set(ctx, key, val, opts)
+}
+
+func (b *callCounter) MSet(ctx context.Context, pairs []backends.KV) error {
+	b.mset.Add(1)
+	for _, p := range pairs {
+		if err := badKeys(p.Key); err != nil {
+			return err
+		}
+	}
+	return b.Backend.MSet(ctx, pairs)
+}
+
+func startCounted(t *testing.T) (*testServer, map[string]*callCounter) {
+	counters := map[string]*callCounter{}
+	ts := startServerWith(t, Config{}, func(r *route.Route) {
+		cc := &callCounter{Backend: r.Backend}
+		counters[r.Name] = cc
+		r.Backend = cc
+	})
+	return ts, counters
+}
+
+// A pipeline is answered in order, one reply per command, whatever runs
+// were grouped: runs of GET or of plain SET on one route become one backend
+// call, and every other command, a route change or a SET with options ends
+// the run before it.
+func TestPipelinedRunsGrouped(t *testing.T) {
+	ts, n := startCounted(t)
+	c := dial(t, ts.addr)
+	steps := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"SET", "a", "1"}, "+OK\r\n"},
+		{[]string{"SET", "b", "2"}, "+OK\r\n"},
+		{[]string{"SET", "pg:c", "3"}, "+OK\r\n"}, // another route: a run of its own
+		{[]string{"GET", "a"}, "$1\r\n1\r\n"},
+		{[]string{"GET", "b"}, "$1\r\n2\r\n"},
+		{[]string{"GET", "nope"}, "$-1\r\n"},
+		{[]string{"INCR", "a"}, ":2\r\n"}, // ends the run; sees the SETs before it
+		{[]string{"get", "a"}, "$1\r\n2\r\n"},
+		{[]string{"GET", "pg:c"}, "$1\r\n3\r\n"},
+		{[]string{"SET", "a", "x", "XX"}, "+OK\r\n"}, // options: not grouped
+		{[]string{"SET", "b", "y"}, "+OK\r\n"},
+		{[]string{"SET", "b", "z"}, "+OK\r\n"}, // the same key twice in a run: the last wins
+		{[]string{"GET", "a"}, "$1\r\nx\r\n"},
+		{[]string{"GET", "b"}, "$1\r\nz\r\n"},
+		{[]string{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n"},
+		{[]string{"GET", "b"}, "$1\r\nz\r\n"},
+	}
+	var raw strings.Builder
+	for _, s := range steps {
+		raw.WriteString(encode(s.args...))
+	}
+	c.send(raw.String())
+	for _, s := range steps {
+		if got := c.reply(); got != s.want {
+			t.Errorf("%q = %q, want %q", s.args, got, s.want)
+		}
+	}
+	mem := n["memory"]
+	if g, m := mem.get.Load(), mem.mget.Load(); m != 2 || g != 2 {
+		t.Errorf("memory route: %d MGet and %d Get calls, want 2 MGets (a b nope; a b) and 2 Gets (a; b)", m, g)
+	}
+	if s, m := mem.set.Load(), mem.mset.Load(); m != 2 || s != 1 {
+		t.Errorf("memory route: %d MSet and %d Set calls, want 2 MSets (a b; b b) and 1 Set (XX)", m, s)
+	}
+}
+
+// When a grouped call fails, each command of the run is tried alone and
+// gets its own answer: one bad key fails only its own GET or SET.
+func TestGroupFailureAnsweredPerCommand(t *testing.T) {
+	ts, n := startCounted(t)
+	c := dial(t, ts.addr)
+	c.do("SET", "k1", "v1")
+	c.send(encode("SET", "k2", "v2") + encode("SET", "bad1", "x") + encode("SET", "k3", "v3") +
+		encode("GET", "k1") + encode("GET", "bad2") + encode("GET", "k3"))
+	want := []string{"+OK\r\n", "-ERR", "+OK\r\n", "$2\r\nv1\r\n", "-ERR", "$2\r\nv3\r\n"}
+	for i, w := range want {
+		if got := c.reply(); !strings.HasPrefix(got, w) {
+			t.Errorf("reply %d = %q, want %q…", i, got, w)
+		}
+	}
+	mem := n["memory"]
+	if m, s := mem.mset.Load(), mem.set.Load(); m != 1 || s != 4 {
+		t.Errorf("%d MSet and %d Set calls, want 1 MSet, then the 3 SETs alone (and the first SET)", m, s)
+	}
+	if got := c.do("GET", "k2"); got != "$2\r\nv2\r\n" {
+		t.Errorf("k2 after the retried run = %q", got)
+	}
+}
+
+// A run is bounded: a pipeline of many GETs is answered in full and in
+// order, maxGroup keys per backend call.
+func TestLongPipelineOfGets(t *testing.T) {
+	ts, n := startCounted(t)
+	c := dial(t, ts.addr)
+	const keys = 3*maxGroup + 5
+	var set, get strings.Builder
+	for i := range keys {
+		set.WriteString(encode("SET", fmt.Sprint("k", i), fmt.Sprint(i)))
+		get.WriteString(encode("GET", fmt.Sprint("k", i)))
+	}
+	c.send(set.String())
+	for i := range keys {
+		if got := c.reply(); got != "+OK\r\n" {
+			t.Fatalf("SET %d = %q", i, got)
+		}
+	}
+	c.send(get.String())
+	for i := range keys {
+		v := fmt.Sprint(i)
+		if got, want := c.reply(), fmt.Sprintf("$%d\r\n%s\r\n", len(v), v); got != want {
+			t.Fatalf("GET k%d = %q, want %q", i, got, want)
+		}
+	}
+	if m := n["memory"].mget.Load(); m < 4 {
+		t.Errorf("%d MGet calls for %d pipelined GETs, want at least 4 (runs of at most %d)", m, keys, maxGroup)
+	}
+}
