@@ -275,7 +275,14 @@ func (c *conn) drain() {
 }
 
 // flush writes the batch's replies, waiting for the client to take them.
+// Most often the socket takes them at once: that write sets no deadline.
 func (c *conn) flush() error {
+	if c.pending() > 0 && c.nonBlocking() {
+		c.drain()
+		if c.failed != nil {
+			return c.failed
+		}
+	}
 	if c.pending() > 0 {
 		d := c.s.config().WriteTimeout
 		if d > 0 {

@@ -10,3 +10,5 @@ type rawConn struct{}
 func (c *conn) initRaw() {}
 
 func (c *conn) writeNow(p []byte) (int, error) { return c.writeWaiting(p) }
+
+func (c *conn) nonBlocking() bool { return false }

@@ -55,3 +55,6 @@ func (c *conn) writeFD(fd uintptr) bool {
 	c.wn, c.werr = n, err
 	return true
 }
+
+// nonBlocking reports whether writeNow returns without waiting.
+func (c *conn) nonBlocking() bool { return c.raw != nil }

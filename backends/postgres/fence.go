@@ -103,14 +103,24 @@ func (s *KV) MGetWithTTL(ctx context.Context, keys []string, dst []backends.Expi
 
 // GetWithTTL returns a live key's value and remaining lifetime.
 func (s *KV) GetWithTTL(ctx context.Context, key string) (val []byte, ttl time.Duration, ok bool, err error) {
+	if _, err := s.key.param(key); err != nil {
+		return nil, 0, false, err // as Get: never one bad key in a shared query
+	}
+	e, err := s.getTTLs.get(ctx, key)
+	return e.Val, e.TTL, e.Val != nil, err
+}
+
+// getTTLOne is GetWithTTL with a statement of its own.
+func (s *KV) getTTLOne(ctx context.Context, key string) (e backends.Expiring, err error) {
 	k, err := s.key.param(key)
 	if err != nil {
-		return nil, 0, false, err
+		return e, err
 	}
 	sql := fmt.Sprintf(getTTLSQL, s.table.ident(), s.key.sqlType)
 	err = s.do(ctx, "get", func(ctx context.Context) error {
 		var ms int64
-		val, ok = nil, false
+		var val []byte
+		e = backends.Expiring{}
 		err := s.pool.QueryRow(ctx, sql, k).Scan(&val, &ms)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -118,11 +128,15 @@ func (s *KV) GetWithTTL(ctx context.Context, key string) (val []byte, ttl time.D
 		if err != nil {
 			return err
 		}
-		ok, ttl = true, ttlOf(ms)
-		val = value(val)
+		e = backends.Expiring{Val: value(val), TTL: ttlOf(ms)}
 		return nil
 	})
-	return val, ttl, ok, err
+	return e, err
+}
+
+// getTTLMany is the coalescer's shared query for GetWithTTL.
+func (s *KV) getTTLMany(ctx context.Context, keys []string) ([]backends.Expiring, error) {
+	return s.MGetWithTTL(ctx, keys, make([]backends.Expiring, 0, len(keys)))
 }
 
 // FenceTable names the table as its triggers do: schema.table.

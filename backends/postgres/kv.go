@@ -29,6 +29,10 @@ type KV struct {
 	sql        kvSQL
 	sweeper    *sweeper // nil when sweep_interval is negative
 	sweepStats sweepStats
+
+	// Single-key reads share queries when the pool is busy (coalesce.go).
+	gets    coalescer[[]byte]            // nil: absent
+	getTTLs coalescer[backends.Expiring] // a nil Val: absent
 }
 
 // openKV checks a kv route's options and builds its store; its table is
@@ -65,6 +69,9 @@ func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
 	s.init(d, pool, spec.Name, t, func(ctx context.Context) error {
 		return ensureKVTable(ctx, pool, t, k, durability)
 	})
+	slots := int(pool.Config().MaxConns)
+	s.gets = coalescer[[]byte]{slots: slots, one: s.getOne, many: s.getMany}
+	s.getTTLs = coalescer[backends.Expiring]{slots: slots, one: s.getTTLOne, many: s.getTTLMany}
 	if iv := time.Duration(d.opts.SweepInterval); iv > 0 {
 		s.sweeper = startSweeper(s, iv)
 	}
@@ -107,20 +114,34 @@ func value(v []byte) []byte {
 
 // Get returns the value of a live key.
 func (s *KV) Get(ctx context.Context, key string) (val []byte, ok bool, err error) {
+	if _, err := s.key.param(key); err != nil {
+		return nil, false, err // checked first: a shared query must not fail for one bad key
+	}
+	val, err = s.gets.get(ctx, key)
+	return val, val != nil, err
+}
+
+// getOne reads one key with a statement of its own; nil when absent.
+func (s *KV) getOne(ctx context.Context, key string) (val []byte, err error) {
 	k, err := s.key.param(key)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	err = s.do(ctx, "get", func(ctx context.Context) error {
-		val, ok = nil, false
+		val = nil
 		err := s.pool.QueryRow(ctx, s.sql.get, k).Scan(&val)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
-		ok = err == nil
+		val = value(val)
 		return err
 	})
-	return val, ok, err
+	return val, err
+}
+
+// getMany reads keys with one statement: the coalescer's shared query.
+func (s *KV) getMany(ctx context.Context, keys []string) ([][]byte, error) {
+	return s.MGet(ctx, keys, make([][]byte, 0, len(keys)))
 }
 
 // MGet appends the value of each key, or nil, to dst: one query for all.

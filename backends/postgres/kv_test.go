@@ -464,3 +464,51 @@ func TestMGetWithTTL(t *testing.T) {
 		})
 	}
 }
+
+// TestGetsShareQueries: with more readers than pool connections, reads
+// share queries, and each reader still gets exactly its own key's value
+// (or absent), through Get and GetWithTTL alike.
+func TestGetsShareQueries(t *testing.T) {
+	d := newDriver(t, Options{MaxConns: 2})
+	s := openKV(t, d, uniqueTable(t), DurabilityUnlogged, "")
+	ctx := testCtx(t)
+	const keys = 500
+	pairs := make([]backends.KV, 0, keys)
+	for i := range keys {
+		pairs = append(pairs, backends.KV{Key: fmt.Sprint("k", i), Val: []byte(fmt.Sprint("v", i))})
+	}
+	if err := s.MSet(ctx, pairs); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			for i := range 100 {
+				n := (w*131 + i*17) % (keys + 50) // some absent
+				k, want := fmt.Sprint("k", n), fmt.Sprint("v", n)
+				var got []byte
+				var ok bool
+				var err error
+				if i%2 == 0 {
+					got, ok, err = s.Get(ctx, k)
+				} else {
+					got, _, ok, err = s.GetWithTTL(ctx, k)
+				}
+				switch {
+				case err != nil:
+					t.Error(err)
+					return
+				case n >= keys && ok:
+					t.Errorf("%s: absent key read as %q", k, got)
+				case n < keys && (!ok || string(got) != want):
+					t.Errorf("%s = %q, %v, want %q", k, got, ok, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if s.gets.shared.Load() == 0 || s.getTTLs.shared.Load() == 0 {
+		t.Errorf("no read shared a query (Get %d, GetWithTTL %d) with 32 readers on 2 connections",
+			s.gets.shared.Load(), s.getTTLs.shared.Load())
+	}
+}
