@@ -2,9 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pgcache/pgcache/backends"
 )
 
 // Concurrent single-key reads of one table share queries when the pool is
@@ -118,9 +121,14 @@ func (c *coalescer[T]) serve(batch []*waiter[T]) {
 		vals, err := c.many(ctx, keys)
 		c.shared.Add(int64(len(batch)))
 		for i, w := range batch {
-			if err != nil {
+			switch {
+			case errors.Is(err, backends.ErrBadKey):
+				// A key only the database could refuse (a table
+				// route's key that does not cast): each alone.
+				w.val, w.err = c.one(ctx, w.key)
+			case err != nil:
 				w.err = err
-			} else {
+			default:
 				w.val = vals[i]
 			}
 			close(w.done)

@@ -105,8 +105,12 @@ func TestPGEnvironment(t *testing.T) {
 // TestCommandTimeout: an operation stuck behind a lock fails as
 // unavailable when command_timeout runs out, not when the caller gives up.
 func TestCommandTimeout(t *testing.T) {
+	// The table is created with the default timeouts: on a loaded machine
+	// CREATE TABLE alone can take longer than the short one under test.
+	table := uniqueTable(t)
+	openKV(t, newDriver(t, Options{}), table, DurabilityUnlogged, "")
 	d := newDriver(t, Options{CommandTimeout: decode.Duration(300 * time.Millisecond), StatementTimeout: decode.Duration(-1)})
-	s := openKV(t, d, uniqueTable(t), DurabilityUnlogged, "")
+	s := openKV(t, d, table, DurabilityUnlogged, "")
 	ctx := testCtx(t)
 	if _, err := s.Set(ctx, "k", []byte("v"), backends.SetOptions{}); err != nil {
 		t.Fatal(err)

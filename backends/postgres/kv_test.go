@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -30,7 +31,11 @@ func TestIncrConcurrent(t *testing.T) {
 		t.Run(tc.durability, func(t *testing.T) {
 			d := newDriver(t, Options{MaxConns: 8})
 			s := openKV(t, d, uniqueTable(t), tc.durability, "")
-			ctx := testCtx(t)
+			// 100,000 increments of one row take seconds on a quiet
+			// machine and over a minute on a loaded one: the bound is
+			// for a hung test, not a slow one.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
 			var wg sync.WaitGroup
 			var failed atomic.Pointer[error]
 			for range tc.workers {

@@ -22,6 +22,7 @@ type Table struct {
 	base
 	schema, name string // as the route names them, for CRUDPrefix
 	shape        atomic.Pointer[tableShape]
+	gets         coalescer[[]byte] // single-key reads share queries (coalesce.go)
 }
 
 // tableShape is what a table route knows of its table from the catalog,
@@ -61,6 +62,7 @@ func (d *Driver) openTable(spec backends.RouteSpec) (*Table, error) {
 	}
 	s := &Table{schema: t.schema, name: t.name}
 	s.init(d, pool, spec.Name, t, s.load)
+	s.gets = coalescer[[]byte]{slots: int(pool.Config().MaxConns), one: s.getOne, many: s.getMany}
 	return s, nil
 }
 
@@ -158,26 +160,47 @@ func valueErr(err error) error {
 
 // Get returns the row as JSON.
 func (s *Table) Get(ctx context.Context, key string) (val []byte, ok bool, err error) {
+	if _, _, err := s.prepare(ctx, key); err != nil {
+		return nil, false, err // checked first: a shared query must not fail for one bad key
+	}
+	val, err = s.gets.get(ctx, key)
+	return val, val != nil, err
+}
+
+// getOne reads one row with a statement of its own; nil when absent.
+func (s *Table) getOne(ctx context.Context, key string) (val []byte, err error) {
 	sh, args, err := s.prepare(ctx, key)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	err = s.do(ctx, "get", func(ctx context.Context) error {
-		val, ok = nil, false
+		val = nil
 		err := s.pool.QueryRow(ctx, sh.get, args...).Scan(&val)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
-		ok = err == nil
 		return keyErr(err)
 	})
-	return val, ok, err
+	return val, err
+}
+
+// getMany is the coalescer's shared query.
+func (s *Table) getMany(ctx context.Context, keys []string) ([][]byte, error) {
+	return s.MGet(ctx, keys, make([][]byte, 0, len(keys)))
 }
 
 // MGet appends each row as JSON, or nil, to dst: one query for all keys.
+// A single key is read as Get, sharing a query with concurrent reads.
 func (s *Table) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
-	if len(keys) == 0 {
+	switch len(keys) {
+	case 0:
 		return dst, nil
+	case 1:
+		v, _, err := s.Get(ctx, keys[0])
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, v), nil
 	}
 	sh, args, err := s.prepareMany(ctx, keys)
 	if err != nil {
