@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -284,5 +286,49 @@ func TestCRUDPrefix(t *testing.T) {
 	}
 	if res, err := s.Set(testCtx(t), "5", []byte(`{}`), backends.SetOptions{Cond: backends.SetIfPresent}); err != nil || !res.Stored {
 		t.Fatalf("SET XX on a key-only table = %+v, %v", res, err)
+	}
+}
+
+// TestTableGetsShareQueries: concurrent row reads share queries when the
+// pool is busy; a key that only the database refuses ("abc" for an int
+// key, 99999999999 out of its range) fails its own read, never the others
+// that shared its query.
+func TestTableGetsShareQueries(t *testing.T) {
+	d := newDriver(t, Options{MaxConns: 2})
+	table := "public." + uniqueTable(t)
+	sql(t, "CREATE TABLE "+table+" (id int PRIMARY KEY, note text); INSERT INTO "+table+" SELECT g, 'n' || g FROM generate_series(1, 300) g")
+	s := openTableRoute(t, d, table)
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			for i := range 60 {
+				n := (w*37+i*11)%330 + 1 // 301..330 absent
+				key := strconv.Itoa(n)
+				switch {
+				case i%10 == 3:
+					key = "abc"
+				case i%10 == 7:
+					key = "99999999999"
+				}
+				got, ok, err := s.Get(ctx, key)
+				switch {
+				case key == "abc" || key == "99999999999":
+					if !errors.Is(err, backends.ErrBadKey) {
+						t.Errorf("Get(%s) = %q, %v, want ErrBadKey", key, got, err)
+					}
+				case err != nil:
+					t.Errorf("Get(%s): %v", key, err)
+				case n > 300 && ok:
+					t.Errorf("Get(%s): absent row read as %s", key, got)
+				case n <= 300 && (!ok || row(t, got)["note"] != "n"+key):
+					t.Errorf("Get(%s) = %s, %v", key, got, ok)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if s.gets.shared.Load() == 0 {
+		t.Error("no read shared a query with 32 readers on 2 connections")
 	}
 }
