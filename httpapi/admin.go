@@ -52,6 +52,9 @@ type AdminOptions struct {
 	// Load validates a new config and swaps it in (POST /load). Its ctx is
 	// not cancelled when the client goes away: a reload runs to its end.
 	Load func(ctx context.Context, body []byte) error
+	// L1 returns the coherent L1 tiers of the routes serving now, in a
+	// slice of its own (GET /debug/l1).
+	L1 func() []L1Tier
 }
 
 // Admin is the admin API server.
@@ -90,6 +93,7 @@ func (a *Admin) Handler() http.Handler {
 	mux.Handle("GET /metrics", a.metrics())
 	mux.HandleFunc("GET /config", a.config)
 	mux.HandleFunc("POST /load", a.load)
+	mux.HandleFunc("GET /debug/l1", a.debugL1)
 
 	// pprof mounted by hand: its handlers sit on http.DefaultServeMux only
 	// as a side effect of the import, and nothing serves that mux.

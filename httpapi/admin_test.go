@@ -121,6 +121,7 @@ func TestAdmin(t *testing.T) {
 		{name: "load without func", method: "POST", url: bare.url + "/load", body: "routes: []", status: 501, want: []string{"load is not implemented yet\n"}},
 		{name: "load by GET", method: "GET", url: a.url + "/load", status: 405, header: [2]string{"Allow", "POST"}},
 		{name: "healthz by POST", method: "POST", url: a.url + "/healthz", status: 405, header: [2]string{"Allow", "GET, HEAD"}},
+		{name: "debug l1 without func", method: "GET", url: bare.url + "/debug/l1", status: 501, want: []string{"l1 listing is not available\n"}},
 		{name: "pprof index", method: "GET", url: a.url + "/debug/pprof/", status: 200, want: []string{"goroutine", "heap"}},
 		{name: "pprof goroutine", method: "GET", url: a.url + "/debug/pprof/goroutine?debug=1", status: 200, want: []string{"goroutine profile:"}},
 		{name: "pprof cmdline", method: "GET", url: a.url + "/debug/pprof/cmdline", status: 200},

@@ -11,6 +11,7 @@ import (
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/coherence"
 	"github.com/pgcache/pgcache/conf"
+	"github.com/pgcache/pgcache/httpapi"
 )
 
 // pooled is a driver whose tables can be fenced: the postgres driver.
@@ -146,4 +147,19 @@ func (cs *coordinators) metrics() map[string]*coherence.Metrics {
 		m[name] = coherence.NewMetrics(name, c)
 	}
 	return m
+}
+
+// l1Tiers returns the L1 tiers of the routes serving now, for GET
+// /debug/l1. A listing that outlives a reload keeps the tiers it was
+// given; a retired tier lists what it still holds, which is nothing once
+// it has closed.
+func (s *Server) l1Tiers() []httpapi.L1Tier {
+	g := s.gen.Load()
+	var tiers []httpapi.L1Tier
+	for _, name := range sortedNames(g.opened) {
+		if t, ok := g.opened[name].(*coherence.Tier); ok {
+			tiers = append(tiers, t)
+		}
+	}
+	return tiers
 }

@@ -102,6 +102,7 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 		Ready:    s.ready,
 		Config:   func() ([]byte, error) { return s.Config().Redacted() },
 		Load:     s.LoadConfig,
+		L1:       s.l1Tiers,
 	}, log.Named("admin"))
 	s.admin.SetUsers(users)
 	return s, nil

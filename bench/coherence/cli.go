@@ -11,11 +11,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 )
 
 // Usage is the synopsis of `pgcache bench coherence`.
-const Usage = "pgcache bench coherence [--rows 60000 --readers 64 --update-rate 30000 --duration 30s --instances 1 --out DIR]"
+const Usage = "pgcache bench coherence [--rows 60000 --readers 64 --update-rate 30000 --duration 30s --instances 1 --server child|inproc --out DIR]"
 
 // Main runs `pgcache bench coherence` with args and returns the exit code:
 // 0, 1 when the run failed, 2 for a bad command line.
@@ -28,6 +29,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.Readers, "readers", DefaultReaders, "concurrent readers, one row per read, uniform over the rows")
 	fs.IntVar(&o.Writers, "writers", DefaultWriters, "concurrent writers")
 	fs.IntVar(&o.UpdateRate, "update-rate", DefaultUpdateRate, "UPDATEs per second across writers; 0: as fast as they can")
+	fs.BoolVar(&o.AsyncCommit, "async-commit", false, "writers' SQL UPDATEs commit with synchronous_commit = off (no wait for the WAL flush; visibility and fences are unchanged)")
 	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "reads while writing, per stack")
 	fs.IntVar(&o.Instances, "instances", 1, "pgcache instances sharing the database (readers and writers spread across them)")
 	fs.StringVar(&stacks, "stacks", strings.Join(Stacks, ","), "stacks to run, comma-separated")
@@ -38,6 +40,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ValkeyAddr, "valkey-addr", "", "use this Valkey/Redis (default: start a throwaway one)")
 	fs.StringVar(&o.Out, "out", "", "write results.jsonl and report.html here")
 	fs.BoolVar(&o.NoWarmup, "no-warmup", false, "skip reading every row once before each stack's measured run")
+	fs.StringVar(&o.Server, "server", ServerChild, "how the pgcache instances run: child (this binary, own GOMAXPROCS/GOMEMLIMIT) or inproc")
+	fs.IntVar(&o.ServerProcs, "server-procs", 0, fmt.Sprintf("GOMAXPROCS of each pgcache child (default min(%d, CPUs))", DefaultServerProcs))
+	memlimit := fs.String("server-memlimit", fmt.Sprintf("%dGiB", DefaultServerMemLimit>>30), "GOMEMLIMIT of each pgcache child")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s\n\nReads while writing (seeds/001): pgcache's coherent L1, Valkey cache-aside and\nprepared SQL on one table, stale entries after the writes settle, and what\ninvalidation costs writers.\n\nflags:\n", Usage)
@@ -54,6 +59,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.Stacks = strings.Split(stacks, ",")
+	b, err := humanize.ParseBytes(*memlimit)
+	if err != nil {
+		fmt.Fprintf(stderr, "--server-memlimit %q: %v\n", *memlimit, err)
+		return 2
+	}
+	o.ServerMemLimit = int64(b)
+	if o.Server == ServerChild {
+		if o.Executable, err = os.Executable(); err != nil {
+			fmt.Fprintf(stderr, "cannot find this binary to run pgcache from (%v); use --server inproc\n", err)
+			return 1
+		}
+	}
 	if !*quiet {
 		o.Progress = stderr
 	}

@@ -11,15 +11,18 @@ import (
 	"time"
 )
 
-// The bench end to end at a tiny size: pgcache ends with no stale entry,
-// and every stack and overhead variant is recorded.
+// The bench end to end at a tiny size, its pgcache instances child
+// processes audited through their admin API: pgcache ends with no stale
+// entry, and every stack and overhead variant is recorded.
 func TestTinyRun(t *testing.T) {
 	out := t.TempDir()
 	var stdout strings.Builder
-	results, err := Run(context.Background(), Options{
+	o := Options{
 		Rows: 500, Readers: 8, Writers: 4, UpdateRate: 400, Duration: 2 * time.Second, Instances: 2,
 		OverheadDuration: 500 * time.Millisecond, Out: out,
-	}, &stdout)
+	}
+	asChildren(t, &o)
+	results, err := Run(context.Background(), o, &stdout)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
 	}
@@ -44,6 +47,9 @@ func TestTinyRun(t *testing.T) {
 			if r.Entries == 0 || r.HitRatio == nil || *r.HitRatio == 0 {
 				t.Errorf("pgcache cached nothing: entries %d, hit ratio %v", r.Entries, r.HitRatio)
 			}
+			if r.Server != ServerChild || r.Instances != 2 {
+				t.Errorf("pgcache ran %d instances as %q, want 2 children", r.Instances, r.Server)
+			}
 		}
 	}
 	for _, want := range []string{"stack/pgcache", "stack/valkey-cache-aside", "stack/prepared-sql",
@@ -55,11 +61,17 @@ func TestTinyRun(t *testing.T) {
 	if html, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !strings.Contains(string(html), "<svg") {
 		t.Errorf("report.html: %v", err)
 	}
+	for _, f := range []string{"config/pgcache-0.yaml", "config/pgcache-1.yaml", "logs/pgcache-0.log", "logs/pgcache-1.log"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("instance file: %v", err)
+		}
+	}
 }
 
 // With unlimited writers and a delay between the cache-aside reader's
 // SELECT and its SET, Valkey cache-aside ends with stale entries: the race
-// pgcache exists to remove. pgcache, same load, ends with none.
+// pgcache exists to remove. pgcache, same load, ends with none (here
+// in-process, the other way the bench runs it).
 func TestCacheAsideRace(t *testing.T) {
 	var stdout strings.Builder
 	results, err := Run(context.Background(), Options{
@@ -88,6 +100,17 @@ func TestBadInput(t *testing.T) {
 	_, err := Run(context.Background(), Options{Stacks: []string{"memcached"}}, &strings.Builder{})
 	if err == nil || !strings.Contains(err.Error(), `unknown stack "memcached"`) || !strings.Contains(err.Error(), StackPgcache) {
 		t.Fatalf("err = %v", err)
+	}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Server: "docker"}, `--server "docker": not child or inproc`},
+		{Options{Server: ServerChild}, "--server child needs the pgcache binary"},
+	} {
+		if _, err := Run(context.Background(), tc.o, &strings.Builder{}); err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: err = %v, want %s", tc.o, err, tc.want)
+		}
 	}
 	_, err = Run(context.Background(), Options{PGDSN: "postgres://nobody@127.0.0.1:1/none?connect_timeout=2", OverheadDuration: -1,
 		Stacks: []string{StackSQL}}, &strings.Builder{})

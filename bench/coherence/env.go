@@ -21,10 +21,14 @@ const (
 // env is the servers of a run: given, or started for it and stopped after.
 type env struct {
 	dsn, valkeyAddr string
-	db              *pgxpool.Pool
-	valkey          *redis.Client
-	database        string
-	stops           []func() error
+	// db serves the readers (the SQL stack's reads, cache-aside misses)
+	// and the audits; writers has a connection per writer. Apart, 64
+	// readers holding db's connections cannot make a writer wait for one,
+	// and the writers' session settings stay theirs.
+	db, writers *pgxpool.Pool
+	valkey      *redis.Client
+	database    string
+	stops       []func() error
 }
 
 func startEnv(ctx context.Context, o *Options) (*env, error) {
@@ -51,8 +55,18 @@ func startEnv(ctx context.Context, o *Options) (*env, error) {
 		e.close()
 		return nil, fmt.Errorf("--pg-dsn: %w", err)
 	}
-	cfg.MaxConns = int32(max(o.Readers, o.Writers) + 4)
+	wcfg := cfg.Copy()
+	cfg.MaxConns = int32(o.Readers + 4)
 	if e.db, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		e.close()
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	// The write-overhead measurements run up to overheadWriters.
+	wcfg.MaxConns = int32(max(o.Writers, overheadWriters))
+	if o.AsyncCommit {
+		wcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	if e.writers, err = pgxpool.NewWithConfig(ctx, wcfg); err != nil {
 		e.close()
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
@@ -85,6 +99,9 @@ func (e *env) close() {
 	if e.db != nil {
 		e.db.Close()
 	}
+	if e.writers != nil {
+		e.writers.Close()
+	}
 	for i := len(e.stops) - 1; i >= 0; i-- {
 		e.stops[i]()
 	}
@@ -109,5 +126,8 @@ func (e *env) seed(ctx context.Context, rows int) error {
 
 // rowJSON is the row as pgcache's table route renders it.
 const rowJSON = `SELECT row_to_json(t)::text FROM ` + rowsTable + ` AS t WHERE id = $1`
+
+// rowsJSON is rowJSON for many rows, with their ids.
+const rowsJSON = `SELECT id, row_to_json(t)::text FROM ` + rowsTable + ` AS t WHERE id = ANY($1)`
 
 const updateSQL = `UPDATE %s SET v = v + 1, payload = md5(random()::text) WHERE id = $1`

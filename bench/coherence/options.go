@@ -10,14 +10,18 @@
 //     row and SET it; writers UPDATE, then DEL the key.
 //   - prepared-sql: readers SELECT the row with a prepared statement.
 //
-// After the writers stop and fences settle, every cached entry (every L1
-// entry of every instance, every Valkey key) is compared with PostgreSQL:
-// the stale count. A second table measures what invalidation costs writers.
+// The pgcache instances are child processes of the binary by default, so
+// the load generator shares neither their scheduler nor their GC. After
+// the writers stop and fences settle, every cached entry (every instance's
+// L1, read through its admin API's GET /debug/l1; every Valkey key) is
+// compared with PostgreSQL: the stale count. A second table measures what
+// invalidation costs writers.
 package coherence
 
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +46,23 @@ const (
 	DefaultDuration         = 30 * time.Second
 	DefaultOverheadDuration = 10 * time.Second
 	DefaultSettleTimeout    = 30 * time.Second
+
+	// DefaultServerProcs caps a child pgcache's GOMAXPROCS (at the CPUs
+	// there are), as the engine bench does.
+	DefaultServerProcs = 4
+	// DefaultServerMemLimit is a child pgcache's GOMEMLIMIT: room for its
+	// L1 (512MiB at most) and its buffers.
+	DefaultServerMemLimit = 2 << 30
+)
+
+// How the pgcache instances run.
+const (
+	// ServerChild runs each instance as a child process of the pgcache
+	// binary (`pgcache run`), with GOMAXPROCS and GOMEMLIMIT of its own:
+	// the load generator shares neither its scheduler nor its GC.
+	ServerChild = "child"
+	// ServerInProcess runs the instances inside the bench (server.New).
+	ServerInProcess = "inproc"
 )
 
 // Options configure a run. Zero values take the defaults.
@@ -53,9 +74,21 @@ type Options struct {
 	Duration   time.Duration // reads-while-writing time per stack
 	Instances  int           // pgcache instances sharing the database
 	Stacks     []string      // which stacks, in Stacks order
+
+	Server         string // ServerChild or ServerInProcess; default child when Executable is set
+	Executable     string // the pgcache binary ServerChild runs
+	ServerProcs    int    // GOMAXPROCS of each child; default min(DefaultServerProcs, CPUs)
+	ServerMemLimit int64  // GOMEMLIMIT of each child in bytes; default DefaultServerMemLimit
+
 	// NoWarmup skips reading every row once before the measured run (a
 	// cache then starts cold, and a short run measures mostly misses).
 	NoWarmup bool
+
+	// AsyncCommit runs the writers with synchronous_commit = off: a commit
+	// returns before its WAL is flushed. Visibility, triggers and fences
+	// are unchanged; where the disk's flush, not the cache, bounds the
+	// UPDATE rate, it lets the writers come nearer the asked rate.
+	AsyncCommit bool
 
 	// FillDelay holds a cache-aside reader between its SELECT and its SET:
 	// a demonstration of the late-fill race (valkey-cache-aside only).
@@ -100,6 +133,18 @@ func (o *Options) fill() {
 	if len(o.Stacks) == 0 {
 		o.Stacks = slices.Clone(Stacks)
 	}
+	if o.Server == "" {
+		o.Server = ServerInProcess
+		if o.Executable != "" {
+			o.Server = ServerChild
+		}
+	}
+	if o.ServerProcs <= 0 {
+		o.ServerProcs = min(DefaultServerProcs, runtime.NumCPU())
+	}
+	if o.ServerMemLimit <= 0 {
+		o.ServerMemLimit = DefaultServerMemLimit
+	}
 }
 
 func (o *Options) validate() error {
@@ -111,10 +156,16 @@ func (o *Options) validate() error {
 	if o.Instances > 16 {
 		return fmt.Errorf("--instances %d: at most 16", o.Instances)
 	}
+	switch {
+	case o.Server != ServerChild && o.Server != ServerInProcess:
+		return fmt.Errorf("--server %q: not %s or %s", o.Server, ServerChild, ServerInProcess)
+	case o.Server == ServerChild && o.Executable == "":
+		return fmt.Errorf("--server %s needs the pgcache binary", ServerChild)
+	}
 	return nil
 }
 
-// needs reports whether a stack in the run uses Valkey.
+// needsValkey reports whether a stack in the run uses Valkey.
 func (o *Options) needsValkey() bool {
 	return slices.Contains(o.Stacks, StackCacheAside) || o.OverheadDuration > 0
 }

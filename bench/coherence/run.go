@@ -33,14 +33,17 @@ type Result struct {
 	WriteErrors int64    `json:"write_errors"`
 	FirstError  string   `json:"first_error,omitempty"`
 
-	Variant    string  `json:"variant,omitempty"` // write overhead: plain, fenced, update+del
-	Writers    int     `json:"writers"`
-	Readers    int     `json:"readers,omitempty"`
-	Rows       int     `json:"rows"`
-	UpdateRate int     `json:"update_rate"`
-	Instances  int     `json:"instances,omitempty"`
-	FillDelay  float64 `json:"fill_delay_ms,omitempty"`
-	DurationS  float64 `json:"duration_s"`
+	Variant     string  `json:"variant,omitempty"` // write overhead: plain, fenced, update+del
+	Writers     int     `json:"writers"`
+	Readers     int     `json:"readers,omitempty"`
+	Rows        int     `json:"rows"`
+	UpdateRate  int     `json:"update_rate"`
+	AsyncCommit bool    `json:"async_commit,omitempty"` // writers ran with synchronous_commit = off
+	Instances   int     `json:"instances,omitempty"`
+	Server      string  `json:"server,omitempty"`       // pgcache: child or inproc
+	ServerProcs int     `json:"server_procs,omitempty"` // GOMAXPROCS of each child
+	FillDelay   float64 `json:"fill_delay_ms,omitempty"`
+	DurationS   float64 `json:"duration_s"`
 }
 
 // run is one `pgcache bench coherence`.
@@ -70,7 +73,7 @@ func Run(ctx context.Context, o Options, stdout io.Writer) ([]Result, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(stdout, "== %s: %d readers, %d writers at %s, %d rows, %v\n", stack, o.Readers, o.Writers, rateText(o.UpdateRate), o.Rows, o.Duration)
+		fmt.Fprintf(stdout, "== %s: %d readers, %d writers at %s, %d rows, %v\n", stack, o.Readers, o.Writers, rateText(&o), o.Rows, o.Duration)
 		var sr *stackResult
 		switch stack {
 		case StackPgcache:
@@ -102,11 +105,15 @@ func Run(ctx context.Context, o Options, stdout io.Writer) ([]Result, error) {
 	return results, ctx.Err()
 }
 
-func rateText(rate int) string {
-	if rate == 0 {
-		return "unlimited UPDATE/s"
+func rateText(o *Options) string {
+	t := fmt.Sprintf("%d UPDATE/s", o.UpdateRate)
+	if o.UpdateRate == 0 {
+		t = "unlimited UPDATE/s"
 	}
-	return fmt.Sprintf("%d UPDATE/s", rate)
+	if o.AsyncCommit {
+		t += " (asynchronous commit)"
+	}
+	return t
 }
 
 func (r *run) stackRecord(stack string, sr *stackResult) Result {
@@ -120,14 +127,17 @@ func (r *run) stackRecord(stack string, sr *stackResult) Result {
 		Stale:       sr.stale, Entries: sr.entries,
 		Reads: l.reads, Updates: l.updates, ReadErrors: l.readErrs, WriteErrors: l.writeErrs,
 		Writers: r.o.Writers, Readers: r.o.Readers, Rows: r.o.Rows, UpdateRate: r.o.UpdateRate,
-		DurationS: l.elapsed.Seconds(),
+		AsyncCommit: r.o.AsyncCommit, DurationS: l.elapsed.Seconds(),
 	}
 	if sr.hitRatio >= 0 {
 		h := sr.hitRatio
 		res.HitRatio = &h
 	}
 	if stack == StackPgcache {
-		res.Instances = r.o.Instances
+		res.Instances, res.Server = r.o.Instances, r.o.Server
+		if r.o.Server == ServerChild {
+			res.ServerProcs = r.o.ServerProcs
+		}
 	}
 	if stack == StackCacheAside && r.o.FillDelay > 0 {
 		res.FillDelay = float64(r.o.FillDelay) / float64(time.Millisecond)
@@ -137,6 +147,10 @@ func (r *run) stackRecord(stack string, sr *stackResult) Result {
 	}
 	return res
 }
+
+// overheadWriters is the larger number of writers the write-overhead
+// measurements run (seeds/001: 1 and 16).
+const overheadWriters = 16
 
 // overhead measures UPDATE/s with 1 and 16 writers on a plain table, on
 // the fenced table (with a relay draining its fence log, as in production)
@@ -150,29 +164,29 @@ func (r *run) overhead(ctx context.Context, stdout io.Writer) ([]Result, error) 
 		name  string
 		write writeFunc
 	}{
-		{"plain", func(ctx context.Context, id int64) error { _, err := r.env.db.Exec(ctx, plain, id); return err }},
-		{"fenced", func(ctx context.Context, id int64) error { _, err := r.env.db.Exec(ctx, fenced, id); return err }},
+		{"plain", func(ctx context.Context, id int64) error { _, err := r.env.writers.Exec(ctx, plain, id); return err }},
+		{"fenced", func(ctx context.Context, id int64) error { _, err := r.env.writers.Exec(ctx, fenced, id); return err }},
 	}
 	if r.env.valkey != nil {
 		variants = append(variants, struct {
 			name  string
 			write writeFunc
 		}{"update+del", func(ctx context.Context, id int64) error {
-			if _, err := r.env.db.Exec(ctx, plain, id); err != nil {
+			if _, err := r.env.writers.Exec(ctx, plain, id); err != nil {
 				return err
 			}
 			return r.env.valkey.Del(ctx, cacheKey(id)).Err()
 		}})
 	}
 	var out []Result
-	for _, writers := range []int{1, 16} {
+	for _, writers := range []int{1, overheadWriters} {
 		for _, v := range variants {
 			fmt.Fprintf(stdout, "== write overhead: %s, %d writers, %v\n", v.name, writers, r.o.OverheadDuration)
 			o := *r.o
 			o.Readers, o.Writers, o.UpdateRate, o.Duration = 0, writers, 0, r.o.OverheadDuration
 			l := runLoad(ctx, &o, nil, v.write, r.o.Progress, "overhead "+v.name)
 			res := Result{
-				Kind: "write_overhead", Variant: v.name, Writers: writers, Rows: r.o.Rows,
+				Kind: "write_overhead", Variant: v.name, Writers: writers, Rows: r.o.Rows, AsyncCommit: r.o.AsyncCommit,
 				UpdatesPerS: float64(l.updates) / l.elapsed.Seconds(), Updates: l.updates,
 				WriteErrors: l.writeErrs, DurationS: l.elapsed.Seconds(),
 			}

@@ -2,21 +2,11 @@ package coherence
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
-
-	"github.com/pgcache/pgcache/backends"
-	_ "github.com/pgcache/pgcache/backends/standard" // the routes pgcache builds
-	"github.com/pgcache/pgcache/coherence"
-	"github.com/pgcache/pgcache/conf"
-	"github.com/pgcache/pgcache/server"
 )
 
 // stackResult is what a stack measured, before it becomes a Result.
@@ -25,173 +15,6 @@ type stackResult struct {
 	hitRatio float64 // -1: the stack has no cache
 	entries  int     // cached entries audited
 	stale    int
-}
-
-// runPgcache runs o.Instances pgcache servers with a coherent L1 on the
-// table; readers send RESP MGET of one CRUD: key; writers UPDATE by SQL
-// and, with several instances, half of them write rows through pgcache.
-func (r *run) runPgcache(ctx context.Context) (*stackResult, error) {
-	var srvs []*server.Server
-	defer func() {
-		for _, s := range srvs {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			s.Shutdown(sctx)
-			cancel()
-		}
-	}()
-	for i := range r.o.Instances {
-		s, err := r.startPgcache(ctx, i)
-		if err != nil {
-			return nil, err
-		}
-		srvs = append(srvs, s)
-	}
-	var tiers []*coherence.Tier
-	var clients []*redis.Client
-	for _, s := range srvs {
-		t, err := tierOf(s)
-		if err != nil {
-			return nil, err
-		}
-		tiers = append(tiers, t)
-		c := redis.NewClient(&redis.Options{Addr: s.Addr("resp"), PoolSize: r.o.Readers/len(srvs) + r.o.Writers + 2, DisableIdentity: true})
-		defer c.Close()
-		clients = append(clients, c)
-	}
-	if err := waitOnline(ctx, tiers, r.o.SettleTimeout); err != nil {
-		return nil, err
-	}
-	crud := "CRUD:" + r.env.database + ".public." + rowsTable + ":"
-	read := func(ctx context.Context, id int64) (bool, error) {
-		c := clients[int(id)%len(clients)]
-		vals, err := c.MGet(ctx, crud+strconv.FormatInt(id, 10)).Result()
-		if err == nil && (len(vals) != 1 || vals[0] == nil) {
-			err = fmt.Errorf("row %d: MGET answered %v", id, vals)
-		}
-		return false, err
-	}
-	update := fmt.Sprintf(updateSQL, rowsTable)
-	var writes atomicCounter
-	write := func(ctx context.Context, id int64) error {
-		n := writes.next()
-		if len(clients) > 1 && n%2 == 0 {
-			row := fmt.Sprintf(`{"id":%d,"v":%d,"payload":"w%d"}`, id, n, n)
-			return clients[int(n/2)%len(clients)].Set(ctx, crud+strconv.FormatInt(id, 10), row, 0).Err()
-		}
-		_, err := r.env.db.Exec(ctx, update, id)
-		return err
-	}
-	if err := r.warm(ctx, read); err != nil {
-		return nil, err
-	}
-	before := tierTotals(tiers)
-	res := &stackResult{load: runLoad(ctx, r.o, read, write, r.o.Progress, StackPgcache)}
-	after := tierTotals(tiers)
-	res.hitRatio = ratio(after.hits-before.hits, after.reads()-before.reads())
-
-	// Settle: once a canary sent after the last write has come back to
-	// every instance, every fence of the run has been received.
-	mark := time.Now()
-	if err := waitFor(ctx, r.o.SettleTimeout, "fences to settle", func() bool {
-		for _, t := range tiers {
-			if !t.Proven().After(mark) {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
-		return nil, err
-	}
-	for _, t := range tiers {
-		raw := t.Unwrap()
-		entries, stale, err := t.Stale(func(k string) ([]byte, bool, error) { return raw.Get(ctx, k) })
-		if err != nil {
-			return nil, fmt.Errorf("audit: %w", err)
-		}
-		res.entries += entries
-		res.stale += stale
-	}
-	return res, nil
-}
-
-// startPgcache starts instance i in-process on free loopback ports.
-func (r *run) startPgcache(ctx context.Context, i int) (*server.Server, error) {
-	dir, err := os.MkdirTemp("", "pgcache-bench-coherence-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	file := filepath.Join(dir, "pgcache.yaml")
-	yaml := fmt.Sprintf(`
-listen: {resp: "127.0.0.1:0", http: "127.0.0.1:0", admin: "127.0.0.1:0"}
-backends:
-  pg: {type: postgres, dsn: %q, max_conns: %d}
-routes:
-  - name: rows
-    backend: pg
-    source_table: public.%s
-    attach: auto
-    l1: {max_bytes: 512MiB}
-`, r.env.dsn, r.o.Readers/r.o.Instances+r.o.Writers+4, rowsTable)
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		return nil, err
-	}
-	cfg, err := conf.Load(conf.Source{File: file, Environ: func() []string { return nil }})
-	if err != nil {
-		return nil, fmt.Errorf("pgcache config: %w", err)
-	}
-	s, err := server.New(ctx, cfg, zap.NewNop())
-	if err != nil {
-		return nil, fmt.Errorf("pgcache instance %d: %w", i, err)
-	}
-	if err := s.Start(); err != nil {
-		s.Shutdown(context.Background())
-		return nil, fmt.Errorf("pgcache instance %d: %w", i, err)
-	}
-	return s, nil
-}
-
-// tierOf finds the L1 tier of a server's "rows" route.
-func tierOf(s *server.Server) (*coherence.Tier, error) {
-	r := s.Router().Current().ByName("rows")
-	if r == nil {
-		return nil, errors.New("pgcache has no rows route")
-	}
-	b := r.Backend
-	for {
-		if t, ok := b.(*coherence.Tier); ok {
-			return t, nil
-		}
-		u, ok := b.(interface{ Unwrap() backends.Backend })
-		if !ok {
-			return nil, errors.New("the rows route has no L1 tier")
-		}
-		b = u.Unwrap()
-	}
-}
-
-func waitOnline(ctx context.Context, tiers []*coherence.Tier, limit time.Duration) error {
-	return waitFor(ctx, limit, "L1 online on every instance", func() bool {
-		for _, t := range tiers {
-			if t.Proven().IsZero() {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-type totals struct{ hits, misses, bypassed int64 }
-
-func (t totals) reads() int64 { return t.hits + t.misses + t.bypassed }
-
-func tierTotals(tiers []*coherence.Tier) (t totals) {
-	for _, tr := range tiers {
-		t.hits += tr.Stats.Hits.Load()
-		t.misses += tr.Stats.Misses.Load()
-		t.bypassed += tr.Stats.Bypassed.Load()
-	}
-	return t
 }
 
 // runCacheAside is the Valkey cache-aside of seeds/001: readers GET, and
@@ -217,9 +40,9 @@ func (r *run) runCacheAside(ctx context.Context) (*stackResult, error) {
 		}
 		return false, v.Set(ctx, key, row, 0).Err()
 	}
-	update := fmt.Sprintf(updateSQL, rowsTable)
+	update := r.sqlWriter()
 	write := func(ctx context.Context, id int64) error {
-		if _, err := r.env.db.Exec(ctx, update, id); err != nil {
+		if err := update(ctx, id); err != nil {
 			return err
 		}
 		return v.Del(ctx, cacheKey(id)).Err()
@@ -270,15 +93,20 @@ func (r *run) runSQL(ctx context.Context) (*stackResult, error) {
 		var row string
 		return false, r.env.db.QueryRow(ctx, rowJSON, id).Scan(&row)
 	}
-	update := fmt.Sprintf(updateSQL, rowsTable)
-	write := func(ctx context.Context, id int64) error {
-		_, err := r.env.db.Exec(ctx, update, id)
-		return err
-	}
 	if err := r.warm(ctx, read); err != nil {
 		return nil, err
 	}
-	return &stackResult{load: runLoad(ctx, r.o, read, write, r.o.Progress, StackSQL), hitRatio: -1}, nil
+	return &stackResult{load: runLoad(ctx, r.o, read, r.sqlWriter(), r.o.Progress, StackSQL), hitRatio: -1}, nil
+}
+
+// sqlWriter is the writers' UPDATE of one row by SQL, the same in every
+// stack.
+func (r *run) sqlWriter() writeFunc {
+	update := fmt.Sprintf(updateSQL, rowsTable)
+	return func(ctx context.Context, id int64) error {
+		_, err := r.env.writers.Exec(ctx, update, id)
+		return err
+	}
 }
 
 // warm runs the warmup unless the options skip it.

@@ -1,0 +1,191 @@
+package coherence
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The admin API's L1 listing (httpapi/debug_l1.go).
+const (
+	l1Path          = "/debug/l1?route=" + routeName
+	headerL1Proven  = "Pgcache-L1-Proven"
+	headerL1Entries = "Pgcache-L1-Entries"
+)
+
+// auditBatch is how many listed entries are compared with PostgreSQL in
+// one query: the audit holds no more than this at a time.
+const auditBatch = 1000
+
+// waitSettled waits until every instance has received every fence logged
+// before mark: its listing's Proven header is after mark.
+func waitSettled(ctx context.Context, insts []instance, mark time.Time, limit time.Duration) error {
+	return waitFor(ctx, limit, "fences to settle", func() bool {
+		for _, in := range insts {
+			p, err := l1Proven(ctx, in)
+			if err != nil || !p.After(mark) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// l1Proven asks an instance for its listing's headers only.
+func l1Proven(ctx context.Context, in instance) (time.Time, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, "http://"+in.addr("admin")+l1Path, nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return time.Time{}, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return time.Time{}, fmt.Errorf("HEAD %s: %s", l1Path, resp.Status)
+	}
+	p := resp.Header.Get(headerL1Proven)
+	if p == "" {
+		return time.Time{}, nil
+	}
+	return time.Parse(time.RFC3339Nano, p)
+}
+
+// auditL1 reads an instance's L1 through its admin API and compares every
+// entry with the row in PostgreSQL, a batch at a time. An entry whose row
+// is gone, or whose text differs, is stale.
+func (r *run) auditL1(ctx context.Context, in instance) (entries, stale int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+in.addr("admin")+l1Path, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("GET %s: %w", l1Path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("GET %s: %s", l1Path, resp.Status)
+	}
+	ids := make([]int64, 0, auditBatch)
+	cached := make(map[int64]string, auditBatch)
+	flush := func() error {
+		if len(ids) == 0 {
+			return nil
+		}
+		rows, err := r.env.db.Query(ctx, rowsJSON, ids)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		found := 0
+		for rows.Next() {
+			var id int64
+			var row string
+			if err := rows.Scan(&id, &row); err != nil {
+				return err
+			}
+			found++
+			if cached[id] != row {
+				stale++
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		stale += len(ids) - found // rows gone
+		ids = ids[:0]
+		clear(cached)
+		return nil
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var e struct {
+			Route string
+			Key   *string
+			Value *string
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return entries, stale, fmt.Errorf("listing line %.200q: %w", sc.Text(), err)
+		}
+		if e.Key == nil || e.Value == nil {
+			return entries, stale, fmt.Errorf("listing line %.200q: a row key and its JSON are text", sc.Text())
+		}
+		id, err := strconv.ParseInt(*e.Key, 10, 64)
+		if err != nil {
+			return entries, stale, fmt.Errorf("listing line %.200q: key: %w", sc.Text(), err)
+		}
+		if _, dup := cached[id]; dup {
+			return entries, stale, fmt.Errorf("row %d listed twice", id)
+		}
+		entries++
+		ids = append(ids, id)
+		cached[id] = *e.Value
+		if len(ids) == auditBatch {
+			if err := flush(); err != nil {
+				return entries, stale, fmt.Errorf("audit: %w", err)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return entries, stale, fmt.Errorf("GET %s: %w", l1Path, err)
+	}
+	if err := flush(); err != nil {
+		return entries, stale, fmt.Errorf("audit: %w", err)
+	}
+	if n := resp.Trailer.Get(headerL1Entries); n != strconv.Itoa(entries) {
+		return entries, stale, fmt.Errorf("GET %s: the listing was cut (%d entries read, trailer %q)", l1Path, entries, n)
+	}
+	return entries, stale, nil
+}
+
+// l1Totals are an L1's read counters, from INFO.
+type l1Totals struct{ hits, misses, bypassed int64 }
+
+func (t l1Totals) reads() int64 { return t.hits + t.misses + t.bypassed }
+
+func (t l1Totals) minus(u l1Totals) l1Totals {
+	return l1Totals{t.hits - u.hits, t.misses - u.misses, t.bypassed - u.bypassed}
+}
+
+// l1Stats adds up the rows route's L1 counters of every instance, read
+// from INFO's backends section (l1_rows_hits, …).
+func l1Stats(ctx context.Context, clients []*redis.Client) (l1Totals, error) {
+	var t l1Totals
+	for _, c := range clients {
+		info, err := c.Info(ctx, "backends").Result()
+		if err != nil {
+			return t, fmt.Errorf("INFO: %w", err)
+		}
+		fields := map[string]*int64{
+			"l1_" + routeName + "_hits":     &t.hits,
+			"l1_" + routeName + "_misses":   &t.misses,
+			"l1_" + routeName + "_bypassed": &t.bypassed,
+		}
+		seen := 0
+		for line := range strings.Lines(info) {
+			name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if p := fields[name]; ok && p != nil {
+				n, err := strconv.ParseInt(val, 10, 64)
+				if err != nil {
+					return t, fmt.Errorf("INFO %s: %w", name, err)
+				}
+				*p += n
+				seen++
+			}
+		}
+		if seen != len(fields) {
+			return t, fmt.Errorf("INFO has no L1 counters of route %s", routeName)
+		}
+	}
+	return t, nil
+}
