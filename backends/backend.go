@@ -14,8 +14,10 @@ import (
 
 // Backend is the small set of operations every store can do. Keys and values
 // passed in are borrowed for the duration of the call: a backend that keeps
-// one must copy it. Values returned belong to the caller and are never
-// modified by the backend afterwards.
+// one must copy it. Values returned are the caller's to read and keep, never
+// to modify: a backend may hand out the bytes it keeps (the memory backend,
+// an L1 tier and the Valkey client cache do), and never modifies them
+// afterwards.
 //
 // A present value is never nil: an empty value is a non-nil, zero-length
 // slice, so nil can mean "absent" in MGet results.

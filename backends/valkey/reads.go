@@ -22,11 +22,11 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
 		res := c.DoCache(cctx, c.B().Get().Key(k).Cache(), s.d.cache.ttl)
 		if !errors.Is(res.Error(), errRefetch) {
 			s.d.stats.cached(res.IsCacheHit())
-			return s.value(ctx, "get", res, true)
+			return s.value(ctx, "get", res)
 		}
 		s.d.stats.refetches.Add(1)
 	}
-	return s.value(ctx, "get", c.Do(cctx, c.B().Get().Key(k).Build()), false)
+	return s.value(ctx, "get", c.Do(cctx, c.B().Get().Key(k).Build()))
 }
 
 // MGet appends the value of each key, or nil, to dst.
@@ -43,12 +43,12 @@ func (s *Store) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte
 	if s.d.cache != nil {
 		msgs, err := s.mgetCached(cctx, c, ks)
 		if !errors.Is(err, errRefetch) {
-			return s.appendValues(ctx, dst, msgs, err, true)
+			return s.appendValues(ctx, dst, msgs, err)
 		}
 		s.d.stats.refetches.Add(1)
 	}
 	msgs, err := s.mget(cctx, c, ks)
-	return s.appendValues(ctx, dst, msgs, err, false)
+	return s.appendValues(ctx, dst, msgs, err)
 }
 
 // mgetCached reads keys through the client cache: one MGET of the missing
@@ -98,12 +98,12 @@ func (s *Store) messages(results []valkey.ValkeyResult, cached bool) ([]valkey.V
 	return msgs, nil
 }
 
-func (s *Store) appendValues(ctx context.Context, dst [][]byte, msgs []valkey.ValkeyMessage, err error, shared bool) ([][]byte, error) {
+func (s *Store) appendValues(ctx context.Context, dst [][]byte, msgs []valkey.ValkeyMessage, err error) ([][]byte, error) {
 	if err != nil {
 		return dst, s.d.fail(ctx, "mget", err)
 	}
 	for i := range msgs {
-		v, ok, err := bytesOf(&msgs[i], shared)
+		v, ok, err := bytesOf(&msgs[i])
 		if err != nil && !wrongType(err) {
 			return dst, s.d.fail(ctx, "mget", err)
 		}

@@ -56,7 +56,7 @@ func (s *Store) Close() error {
 }
 
 // value reads a bulk string reply; a nil reply is an absent key.
-func (s *Store) value(ctx context.Context, op string, res valkey.ValkeyResult, shared bool) ([]byte, bool, error) {
+func (s *Store) value(ctx context.Context, op string, res valkey.ValkeyResult) ([]byte, bool, error) {
 	m, err := res.ToMessage()
 	if err != nil {
 		if valkey.IsValkeyNil(err) {
@@ -64,20 +64,22 @@ func (s *Store) value(ctx context.Context, op string, res valkey.ValkeyResult, s
 		}
 		return nil, false, s.d.fail(ctx, op, err)
 	}
-	v, ok, err := bytesOf(&m, shared)
+	v, ok, err := bytesOf(&m)
 	if err != nil {
 		return nil, false, s.d.fail(ctx, op, err)
 	}
 	return v, ok, nil
 }
 
-// bytesOf returns a string reply as bytes the caller owns; a present empty
-// value is a non-nil empty slice. A reply that came through the client
-// cache shares its bytes with the cache, so it is copied. Any other reply
-// is handed over as it is: valkey-go reads every bulk string into a buffer
-// of its own (resp.go, readB) and keeps no reference to a reply it has
-// returned, so the caller is its only holder.
-func bytesOf(m *valkey.ValkeyMessage, shared bool) ([]byte, bool, error) {
+// bytesOf returns a string reply as bytes without copying them; a present
+// empty value is a non-nil empty slice. A reply that came through the
+// client cache shares its bytes with the cache, which is what the Backend
+// contract allows (values are read-only to the caller) and what the memory
+// backend does; Go strings are immutable, so nothing writes to them. Any
+// other reply is the caller's alone: valkey-go reads every bulk string into
+// a buffer of its own (resp.go, readB) and keeps no reference to a reply it
+// has returned.
+func bytesOf(m *valkey.ValkeyMessage) ([]byte, bool, error) {
 	if m.IsNil() {
 		return nil, false, nil
 	}
@@ -87,8 +89,6 @@ func bytesOf(m *valkey.ValkeyMessage, shared bool) ([]byte, bool, error) {
 		return nil, false, err
 	case len(str) == 0:
 		return []byte{}, true, nil
-	case shared:
-		return []byte(str), true, nil
 	}
 	return unsafe.Slice(unsafe.StringData(str), len(str)), true, nil
 }

@@ -49,7 +49,7 @@ func (s *Store) Set(ctx context.Context, key string, val []byte, opts backends.S
 	}
 	// SET … GET answers the old value; with NX or XX, whether it stored
 	// follows from whether there was one.
-	old, found, err := s.value(ctx, "set", res, false)
+	old, found, err := s.value(ctx, "set", res)
 	if err != nil {
 		return backends.SetResult{}, err
 	}
@@ -137,7 +137,7 @@ func (s *Store) GetDel(ctx context.Context, key string) ([]byte, bool, error) {
 	k := s.key(key)
 	res := c.Do(cctx, c.B().Getdel().Key(k).Build())
 	s.written(k)
-	return s.value(ctx, "getdel", res, false)
+	return s.value(ctx, "getdel", res)
 }
 
 // GetEx returns the value of key and changes its expiry (GETEX); with
@@ -160,7 +160,7 @@ func (s *Store) GetEx(ctx context.Context, key string, ttl backends.TTL) ([]byte
 	}
 	res := c.Do(cctx, cmd.Build())
 	s.written(k)
-	return s.value(ctx, "getex", res, false)
+	return s.value(ctx, "getex", res)
 }
 
 // IncrBy adds delta to the integer at key (INCRBY).
