@@ -516,4 +516,7 @@ func TestGetsShareQueries(t *testing.T) {
 		t.Errorf("no read shared a query (Get %d, GetWithTTL %d) with 32 readers on 2 connections",
 			s.gets.shared.Load(), s.getTTLs.shared.Load())
 	}
+	if got, want := d.sharedReads()[s.table.label()], s.gets.shared.Load()+s.getTTLs.shared.Load(); got != want {
+		t.Errorf("pgcache_postgres_shared_reads_total for the table = %d, want %d", got, want)
+	}
 }

@@ -114,7 +114,7 @@ type collector struct {
 
 	up                                         *prometheus.Desc
 	live, dead, size, hotPct, updates, hotUpds *prometheus.Desc
-	sweeps, swept                              *prometheus.Desc
+	sweeps, swept, shared                      *prometheus.Desc
 	acquired, idle, total, maxConns            *prometheus.Desc
 	acquires, acquireSeconds, emptyAcquires    *prometheus.Desc
 }
@@ -135,6 +135,7 @@ func newCollector(d *Driver) *collector {
 		hotUpds:        desc("table_hot_updates_total", "Rows updated HOT (n_tup_hot_upd).", "table"),
 		sweeps:         desc("sweeps_total", "Sweeps of expired rows by this process, by result (ran, skipped: another session was sweeping, failed).", "table", "result"),
 		swept:          desc("swept_rows_total", "Expired rows deleted by this process's sweeps.", "table"),
+		shared:         desc("shared_reads_total", "Single-key reads answered by a query shared with concurrent reads (the pool was busy).", "table"),
 		acquired:       desc("pool_acquired_conns", "Connections in use.", "pool"),
 		idle:           desc("pool_idle_conns", "Idle connections.", "pool"),
 		total:          desc("pool_total_conns", "Open connections (acquired, idle and being opened).", "pool"),
@@ -147,7 +148,7 @@ func newCollector(d *Driver) *collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.live, c.dead, c.size, c.hotPct, c.updates, c.hotUpds,
-		c.sweeps, c.swept, c.acquired, c.idle, c.total, c.maxConns, c.acquires, c.acquireSeconds, c.emptyAcquires} {
+		c.sweeps, c.swept, c.shared, c.acquired, c.idle, c.total, c.maxConns, c.acquires, c.acquireSeconds, c.emptyAcquires} {
 		ch <- d
 	}
 }
@@ -177,6 +178,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.sweeps, float64(st.failed.Load()), label, "failed")
 		counter(c.swept, float64(st.deleted.Load()), label)
 	}
+	for label, n := range c.d.sharedReads() {
+		counter(c.shared, float64(n), label)
+	}
 	stats, err := c.d.tableStats(context.Background())
 	if err != nil {
 		gauge(c.up, 0)
@@ -191,6 +195,21 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.updates, float64(s.upd), s.label)
 		counter(c.hotUpds, float64(s.hotUpd), s.label)
 	}
+}
+
+// sharedReads sums the shared reads of the open routes per table.
+func (d *Driver) sharedReads() map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range d.openStores() {
+		l := s.core().table.label()
+		switch s := s.(type) {
+		case *KV:
+			out[l] += s.gets.shared.Load() + s.getTTLs.shared.Load()
+		case *Table:
+			out[l] += s.gets.shared.Load()
+		}
+	}
+	return out
 }
 
 // Info reports the same figures for INFO, as backend_<name>_… fields.
@@ -213,6 +232,11 @@ func (d *Driver) Info(ctx context.Context) [][2]string {
 		add(name+"_pool_acquires", st.AcquireCount())
 		add(name+"_pool_acquire_seconds", strconv.FormatFloat(st.AcquireDuration().Seconds(), 'f', 3, 64))
 	}
+	var shared int64
+	for _, n := range d.sharedReads() {
+		shared += n
+	}
+	add("shared_reads", shared)
 	stats, err := d.tableStats(ctx)
 	if err != nil {
 		add("up", 0)
