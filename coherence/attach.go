@@ -28,26 +28,29 @@ type Querier interface {
 }
 
 // Schema holds what pgcache installs in a database: the fence log and the
-// trigger function.
+// trigger functions.
 const Schema = "pgcache"
 
-// setupSQL creates the fence log and the trigger function.
+// setupSQL creates the fence log.
 //
 // Writers never NOTIFY. Committing a transaction that sent NOTIFY takes a
 // database-wide lock that is held through the commit's WAL flush, so
 // notifying writers commit one at a time: measured here, 16 pgbench clients
 // updating one row each lost 70-85% of their throughput to a per-statement
-// NOTIFY, against about 5% for appending the statement's keys to an
-// UNLOGGED table. So the trigger appends, and a relay (relay.go) drains the
-// log and publishes the fences as batched notifications.
+// NOTIFY. So the trigger appends to a log, and a relay (relay.go) drains it
+// and publishes the fences as batched notifications.
 //
 // The log is UNLOGGED: it costs no WAL, and after a crash it comes back
 // empty, which is safe because every listener loses its connection in a
-// crash and fences its whole cache when it reconnects.
+// crash and fences its whole cache when it reconnects. It has no index, no
+// sequence and no constraint: an insert is a heap append and nothing else.
+// One table is enough: at 16 writers the inserts did not wait on its pages
+// (docs/architecture.md), so spreading it over partitions would only add the
+// routing cost.
 //
-// A row is one statement's fence: tbl and the JSON array of the primary
-// keys it touched (one column: its JSON value; several: a JSON array), or
-// tbl with NULL keys for the whole table (TRUNCATE).
+// A row is a fence: tbl and a JSON array of primary keys (one column: its
+// JSON value; several: a JSON array), or tbl with NULL keys for the whole
+// table (TRUNCATE).
 const setupSQL = `
 CREATE SCHEMA IF NOT EXISTS ` + Schema + `;
 CREATE UNLOGGED TABLE IF NOT EXISTS ` + Schema + `.fence_log (
@@ -58,30 +61,38 @@ GRANT USAGE ON SCHEMA ` + Schema + ` TO PUBLIC;
 GRANT INSERT ON ` + Schema + `.fence_log TO PUBLIC`
 
 // fenceFunctions are a table's trigger functions, one per event, with the
-// table name and key expression written in: no dynamic SQL and no SET
-// clause per statement, because every write to the table runs them. {fn}
-// is the functions' name prefix, {tbl} the table as fences name it (a SQL
-// literal), {rel} the table's key expression ({k}) over the transition
-// table.
+// table name and key expressions written in: no dynamic SQL and no SET
+// clause, because every written row runs one. {fn} is the functions' name
+// prefix, {tbl} the table as fences name it (a SQL literal), {new} and
+// {old} the key of the NEW and OLD row.
+//
+// Row triggers, not statement triggers with transition tables: for the
+// single-row writes an L1 sits in front of, the statement trigger's
+// aggregate over its transition tables cost as much again as the UPDATE
+// itself, and even for a 10,000-row UPDATE it cost more per row than a row
+// trigger's one INSERT (docs/architecture.md, What the fence triggers cost
+// writers, has the figures).
+//
+// An UPDATE logs the new and the old key: a primary key may change, and
+// comparing them would need an equality that agrees with the JSON rendering
+// (numeric 1.0 = 1.00, citext); the relay drops the duplicate.
 //
 // Writers need only INSERT on the log (granted to PUBLIC), so the functions
 // run with the writer's rights, not SECURITY DEFINER.
 const fenceFunctions = `
-CREATE OR REPLACE FUNCTION {fn}_ins() RETURNS trigger LANGUAGE plpgsql AS $fn$
+CREATE OR REPLACE FUNCTION {fn}_row_ins() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-  INSERT INTO ` + Schema + `.fence_log SELECT {tbl}, jsonb_agg({k}) FROM pgcache_new HAVING count(*) > 0;
+  INSERT INTO ` + Schema + `.fence_log VALUES ({tbl}, jsonb_build_array({new}));
   RETURN NULL;
 END $fn$;
-CREATE OR REPLACE FUNCTION {fn}_del() RETURNS trigger LANGUAGE plpgsql AS $fn$
+CREATE OR REPLACE FUNCTION {fn}_row_upd() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-  INSERT INTO ` + Schema + `.fence_log SELECT {tbl}, jsonb_agg({k}) FROM pgcache_old HAVING count(*) > 0;
+  INSERT INTO ` + Schema + `.fence_log VALUES ({tbl}, jsonb_build_array({new}, {old}));
   RETURN NULL;
 END $fn$;
-CREATE OR REPLACE FUNCTION {fn}_upd() RETURNS trigger LANGUAGE plpgsql AS $fn$
+CREATE OR REPLACE FUNCTION {fn}_row_del() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-  -- old and new keys: an UPDATE may change a primary key
-  INSERT INTO ` + Schema + `.fence_log SELECT {tbl}, jsonb_agg(k)
-    FROM (SELECT {k} AS k FROM pgcache_old UNION SELECT {k} FROM pgcache_new) s HAVING count(*) > 0;
+  INSERT INTO ` + Schema + `.fence_log VALUES ({tbl}, jsonb_build_array({old}));
   RETURN NULL;
 END $fn$;
 CREATE OR REPLACE FUNCTION {fn}_trunc() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -92,12 +103,17 @@ END $fn$`
 
 // The triggers Attach installs, by event, and the suffix of the function
 // each runs.
-var triggers = []struct{ name, event, referencing, fn string }{
-	{"pgcache_fence_ins", "INSERT", "REFERENCING NEW TABLE AS pgcache_new", "ins"},
-	{"pgcache_fence_upd", "UPDATE", "REFERENCING OLD TABLE AS pgcache_old NEW TABLE AS pgcache_new", "upd"},
-	{"pgcache_fence_del", "DELETE", "REFERENCING OLD TABLE AS pgcache_old", "del"},
-	{"pgcache_fence_trunc", "TRUNCATE", "", "trunc"},
+var triggers = []struct{ name, event, level, fn string }{
+	{"pgcache_fence_ins", "INSERT", "ROW", "row_ins"},
+	{"pgcache_fence_upd", "UPDATE", "ROW", "row_upd"},
+	{"pgcache_fence_del", "DELETE", "ROW", "row_del"},
+	{"pgcache_fence_trunc", "TRUNCATE", "STATEMENT", "trunc"},
 }
+
+// obsoleteFunctions are the suffixes of trigger functions older versions
+// installed (statement triggers over transition tables). Attach drops them
+// once their triggers are replaced.
+var obsoleteFunctions = []string{"ins", "upd", "del"}
 
 // functionPrefix names a table's trigger functions in the pgcache schema:
 // fence_<table>_<hash>, short enough for PostgreSQL's 63-byte names and
@@ -112,15 +128,16 @@ func functionPrefix(schema, name string) string {
 	return fmt.Sprintf("fence_%s_%08x", short, h.Sum32())
 }
 
-// keyExpr renders the primary key of a transition table row as JSON: one
-// column as its JSON value, several as an array.
-func keyExpr(cols []string) string {
-	if len(cols) == 1 {
-		return "to_jsonb(" + pgx.Identifier{cols[0]}.Sanitize() + ")"
-	}
+// keyExpr renders the primary key of row (NEW or OLD) as an element of
+// jsonb_build_array: one column as itself (its JSON value), several as a
+// JSON array.
+func keyExpr(row string, cols []string) string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
-		parts[i] = pgx.Identifier{c}.Sanitize()
+		parts[i] = row + "." + pgx.Identifier{c}.Sanitize()
+	}
+	if len(cols) == 1 {
+		return parts[0]
 	}
 	return "jsonb_build_array(" + strings.Join(parts, ", ") + ")"
 }
@@ -128,9 +145,10 @@ func keyExpr(cols []string) string {
 // ErrNoPrimaryKey: a table without a primary key has no keys to fence.
 var ErrNoPrimaryKey = errors.New("table has no primary key")
 
-// Attach installs the fence function and triggers on table ("schema.table",
-// or "table" in the search path). It is idempotent: triggers are replaced in
-// one transaction, so a concurrent writer never runs unfenced.
+// Attach installs the fence functions and triggers on table
+// ("schema.table", or "table" in the search path). It is idempotent and
+// replaces a trigger set of an older version: triggers are replaced in one
+// transaction, so a concurrent writer never runs unfenced.
 func Attach(ctx context.Context, db Querier, table string) error {
 	schema, name, cols, err := primaryKey(ctx, db, table)
 	if err != nil {
@@ -141,13 +159,17 @@ func Attach(ctx context.Context, db Querier, table string) error {
 	stmts := []string{setupSQL, strings.NewReplacer(
 		"{fn}", fn,
 		"{tbl}", quoteLiteral(schema+"."+name),
-		"{k}", keyExpr(cols),
+		"{new}", keyExpr("NEW", cols),
+		"{old}", keyExpr("OLD", cols),
 	).Replace(fenceFunctions)}
 	for _, tr := range triggers {
 		stmts = append(stmts,
 			fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s", tr.name, qualified),
-			fmt.Sprintf("CREATE TRIGGER %s AFTER %s ON %s %s FOR EACH STATEMENT EXECUTE FUNCTION %s_%s()",
-				tr.name, tr.event, qualified, tr.referencing, fn, tr.fn))
+			fmt.Sprintf("CREATE TRIGGER %s AFTER %s ON %s FOR EACH %s EXECUTE FUNCTION %s_%s()",
+				tr.name, tr.event, qualified, tr.level, fn, tr.fn))
+	}
+	for _, suffix := range obsoleteFunctions {
+		stmts = append(stmts, fmt.Sprintf("DROP FUNCTION IF EXISTS %s_%s()", fn, suffix))
 	}
 	return inTx(ctx, db, stmts)
 }
@@ -187,7 +209,7 @@ func Attached(ctx context.Context, db Querier, table string) (bool, error) {
 // concurrent CREATE OR REPLACE FUNCTION of one function fails otherwise.
 const ddlLockKey = relayLockKey + 1
 
-// Setup creates the fence log and the trigger function, if absent.
+// Setup creates the fence log, if absent.
 func Setup(ctx context.Context, db Querier) error {
 	return inTx(ctx, db, []string{setupSQL})
 }

@@ -101,6 +101,16 @@ func (r *Relay) session(ctx context.Context) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	// A drain that took rows commits a transaction; with synchronous_commit
+	// on, each would wait for a WAL flush of its own, competing with the
+	// writers' commits for the disk (a second flush per write at one
+	// writer). It need not wait: a drain lost in a crash is lost together
+	// with the UNLOGGED log it took rows from, and every listener fences
+	// its whole cache when it reconnects after the crash. Its NOTIFYs are
+	// delivered at commit, as they would be otherwise.
+	if _, err := conn.Exec(ctx, "SET synchronous_commit = off"); err != nil {
+		return fmt.Errorf("synchronous_commit: %w", err)
+	}
 	for {
 		var got bool
 		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", relayLockKey).Scan(&got); err != nil {
