@@ -368,8 +368,11 @@ type watcher struct {
 }
 
 type stateChange struct {
-	at    time.Time
+	at    time.Time // when the sample that saw the new state was answered
 	state string
+	// lastOld is when the last sample that still saw the previous state
+	// was sent: the state changed after that.
+	lastOld time.Time
 }
 
 func watchListener(t testing.TB, p *pgcache, backend string) *watcher {
@@ -382,7 +385,7 @@ func watchListener(t testing.TB, p *pgcache, backend string) *watcher {
 				c.Close()
 			}
 		}()
-		last := ""
+		last, lastSent := "", time.Time{}
 		for {
 			select {
 			case <-w.stop:
@@ -396,6 +399,7 @@ func watchListener(t testing.TB, p *pgcache, backend string) *watcher {
 					continue
 				}
 			}
+			sent := time.Now()
 			reply, err := c.Do("INFO")
 			if err != nil {
 				c.Close()
@@ -410,10 +414,11 @@ func watchListener(t testing.TB, p *pgcache, backend string) *watcher {
 			}
 			if state != last {
 				w.mu.Lock()
-				w.changes = append(w.changes, stateChange{at: time.Now(), state: state})
+				w.changes = append(w.changes, stateChange{at: time.Now(), state: state, lastOld: lastSent})
 				w.mu.Unlock()
 				last = state
 			}
+			lastSent = sent
 		}
 	}()
 	t.Cleanup(w.Stop)
@@ -437,6 +442,20 @@ func (w *watcher) firstAfter(at time.Time, state string, is bool) time.Time {
 	for _, c := range w.changes {
 		if c.at.After(at) && (c.state == state) == is {
 			return c.at
+		}
+	}
+	return time.Time{}
+}
+
+// changedBefore is a time before which the listener had not yet entered
+// state after at: when the last sample still seeing the previous state was
+// sent. The zero time if it has not been seen in state since at.
+func (w *watcher) changedBefore(at time.Time, state string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.changes {
+		if c.at.After(at) && c.state == state {
+			return c.lastOld
 		}
 	}
 	return time.Time{}
