@@ -5,17 +5,21 @@ import (
 	"github.com/pgcache/pgcache/route"
 )
 
-// Pipelined runs of GET, or of plain SET, on one route are served by one
-// backend call: a client that pipelines sixteen GETs to a Valkey or
-// PostgreSQL route waits for one MGET round trip, not sixteen in a row.
-// Replies are still written one per command, in order, and nothing else
-// is reordered: a run ends at the first command that is not part of it,
-// which runs after the run's replies are written.
+// Pipelined runs of reads (GET, and MGET whose keys share a route), or of
+// plain SETs, on one route are served by one backend call: a client that
+// pipelines sixteen GETs to a Valkey or PostgreSQL route waits for one MGET
+// round trip, not sixteen in a row, and an L1 in front of the route looks
+// up the run's keys at once and reads all its misses in one query. Replies
+// are still written one per command, in order, each as the command alone
+// would have answered it, and nothing else is reordered: a run ends at the
+// first command that is not part of it, which runs after the run's replies
+// are written.
 //
 // When the grouped call fails, the run's commands are retried one at a
 // time, so each gets the answer it would have had alone (a bad key fails
-// only its own GET; a value over the route's limit only its own SET).
-// Grouped SETs are MSet, which stores with no expiry: exactly a plain SET.
+// only its own GET or MGET; a value over the route's limit only its own
+// SET). Grouped SETs are MSet, which stores with no expiry: exactly a
+// plain SET.
 
 // maxGroup bounds a run, and so the values one grouped read holds at once.
 const maxGroup = 64
@@ -24,57 +28,81 @@ type groupOp uint8
 
 const (
 	groupNone groupOp = iota
-	groupGet          // GET key
+	groupGet          // GET key, MGET key [key …]
 	groupSet          // SET key value, without options
 )
 
 // group is the run being collected. Keys and values point into the read
 // buffer, which stays put until the batch is over.
 type group struct {
-	op    groupOp
-	r     *route.Route
-	keys  []string
+	op   groupOp
+	r    *route.Route
+	keys []string
+	// reads is, per command of a groupGet run, how many of keys it named,
+	// and 0 for a GET: its one key is answered as a value, not an array.
+	reads []int
 	pairs []backends.KV // groupSet
 	vals  [][]byte      // groupGet's answer
 }
 
-// getCmd and setCmd are the commands that group, set by init.
-var getCmd, setCmd *command
+// getCmd, mgetCmd and setCmd are the commands that group, set by init.
+var getCmd, mgetCmd, setCmd *command
 
-func init() { getCmd, setCmd = commands["get"], commands["set"] }
+func init() { getCmd, mgetCmd, setCmd = commands["get"], commands["mget"], commands["set"] }
 
-// groupable returns the run cmd can join, or groupNone.
-func groupable(cmd *command, args [][]byte) groupOp {
+// groupable returns the run cmd can join and the keys it names, or
+// groupNone.
+func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 	switch {
 	case cmd == getCmd && len(args) == 2:
-		return groupGet
+		return groupGet, args[1:]
+	case cmd == mgetCmd && len(args) >= 2 && len(args) <= maxGroup+1:
+		return groupGet, args[1:]
 	case cmd == setCmd && len(args) == 3:
-		return groupSet
+		return groupSet, args[1:2]
 	}
-	return groupNone
+	return groupNone, nil
 }
 
 // join adds a request to the run, ending the run before it when it cannot
 // be part of it. It returns false, with the run ended, when the request
-// must run on its own.
+// must run on its own: it is not groupable, a key has no route, or an
+// MGET's keys span routes.
 func (c *conn) join(cmd *command, args [][]byte) bool {
-	op := groupable(cmd, args)
-	var r *route.Route
-	var k string
-	if op != groupNone && !c.mustAuth() {
-		r, k = c.t.ForKey(bstr(args[1]))
+	op, keys := groupable(cmd, args)
+	if op == groupNone || c.mustAuth() {
+		c.endGroup()
+		return false
+	}
+	r, k := c.t.ForKey(bstr(keys[0]))
+	if r == nil {
+		c.endGroup()
+		return false
 	}
 	g := &c.group
-	if r == nil || (len(g.keys) > 0 && (g.op != op || g.r != r || len(g.keys) == maxGroup)) {
+	if len(g.keys) > 0 && (g.op != op || g.r != r || len(g.keys)+len(keys) > maxGroup) {
 		c.endGroup()
-		if r == nil {
+	}
+	base := len(g.keys)
+	g.keys = append(g.keys, k)
+	for _, key := range keys[1:] {
+		rk, k := c.t.ForKey(bstr(key))
+		if rk != r {
+			clear(g.keys[base:])
+			g.keys = g.keys[:base]
+			c.endGroup()
 			return false
 		}
+		g.keys = append(g.keys, k)
 	}
 	g.op, g.r = op, r
-	g.keys = append(g.keys, k)
-	if op == groupSet {
+	switch {
+	case op == groupSet:
 		g.pairs = append(g.pairs, backends.KV{Key: k, Val: args[2]})
+	case cmd == mgetCmd:
+		g.reads = append(g.reads, len(keys))
+	default:
+		g.reads = append(g.reads, 0)
 	}
 	return true
 }
@@ -85,10 +113,10 @@ func (c *conn) endGroup() {
 	switch {
 	case len(g.keys) == 0:
 		return
-	case len(g.keys) == 1 && g.op == groupGet:
+	case g.op == groupGet && len(g.reads) == 1 && g.reads[0] == 0:
 		v, ok, err := g.r.Backend.Get(c.s.ctx, g.keys[0])
 		c.writeValue(g.r, v, ok, err)
-	case len(g.keys) == 1:
+	case g.op == groupSet && len(g.keys) == 1:
 		c.setOne(g.r, g.pairs[0])
 	case g.op == groupGet:
 		c.getMany(g)
@@ -98,22 +126,60 @@ func (c *conn) endGroup() {
 	clear(g.keys)
 	clear(g.pairs)
 	clear(g.vals)
-	g.keys, g.pairs, g.vals = g.keys[:0], g.pairs[:0], g.vals[:0]
+	g.keys, g.reads, g.pairs, g.vals = g.keys[:0], g.reads[:0], g.pairs[:0], g.vals[:0]
 	g.op, g.r = groupNone, nil
 }
 
 func (c *conn) getMany(g *group) {
 	vals, err := g.r.Backend.MGet(c.s.ctx, g.keys, g.vals[:0])
 	g.vals = vals
-	if err != nil {
-		for _, k := range g.keys {
-			v, ok, err := g.r.Backend.Get(c.s.ctx, k)
-			c.writeValue(g.r, v, ok, err)
-		}
+	if err != nil && len(g.reads) == 1 {
+		c.backendErr(g.r, err)
 		return
 	}
-	for _, v := range vals {
-		c.writeValue(g.r, v, v != nil, nil)
+	keys := g.keys
+	for _, n := range g.reads {
+		if err != nil {
+			c.readAlone(g, keys, n)
+		} else {
+			c.writeRead(vals, n)
+			vals = vals[max(n, 1):]
+		}
+		keys = keys[max(n, 1):]
+	}
+}
+
+// readAlone answers one command of a failed run by itself: n keys of an
+// MGET, or 0 for a GET of keys[0].
+func (c *conn) readAlone(g *group, keys []string, n int) {
+	if n == 0 {
+		v, ok, err := g.r.Backend.Get(c.s.ctx, keys[0])
+		c.writeValue(g.r, v, ok, err)
+		return
+	}
+	vals, err := g.r.Backend.MGet(c.s.ctx, keys[:n], g.vals[:0])
+	g.vals = vals
+	if err != nil {
+		c.backendErr(g.r, err)
+		return
+	}
+	c.writeRead(vals, n)
+}
+
+// writeRead answers one command of a read run from its values: a GET's
+// (n 0) as a value, an MGET's n as an array.
+func (c *conn) writeRead(vals [][]byte, n int) {
+	if n == 0 {
+		c.writeValue(nil, vals[0], vals[0] != nil, nil)
+		return
+	}
+	c.writeArray(n)
+	for _, v := range vals[:n] {
+		if v == nil {
+			c.writeNull()
+		} else {
+			c.writeBulk(v)
+		}
 	}
 }
 

@@ -170,3 +170,50 @@ func TestLongPipelineOfGets(t *testing.T) {
 		t.Errorf("%d MGet calls for %d pipelined GETs, want at least 4 (runs of at most %d)", m, keys, maxGroup)
 	}
 }
+
+// MGETs whose keys share a route join read runs beside GETs: the run is one
+// backend call, and each command is answered as it would be alone, an MGET
+// with an array. An MGET across routes, or with a key of no route, runs by
+// itself; a failed run answers each command alone.
+func TestMGetJoinsReadRuns(t *testing.T) {
+	ts, n := startCounted(t)
+	c := dial(t, ts.addr)
+	c.do("MSET", "a", "1", "b", "2", "pg:c", "3")
+	mem := n["memory"]
+	mem.mget.Store(0)
+	steps := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"MGET", "a"}, "*1\r\n$1\r\n1\r\n"},
+		{[]string{"GET", "b"}, "$1\r\n2\r\n"},
+		{[]string{"MGET", "b", "nope", "a"}, "*3\r\n$1\r\n2\r\n$-1\r\n$1\r\n1\r\n"},
+		{[]string{"mget", "nope"}, "*1\r\n$-1\r\n"},
+		{[]string{"MGET", "a", "pg:c"}, "*2\r\n$1\r\n1\r\n$1\r\n3\r\n"}, // two routes: alone
+		{[]string{"MGET", "pg:c"}, "*1\r\n$1\r\n3\r\n"},
+		{[]string{"GET", "a"}, "$1\r\n1\r\n"},
+		{[]string{"MGET"}, "-ERR wrong number of arguments for 'mget' command\r\n"},
+		{[]string{"MGET", "b"}, "*1\r\n$1\r\n2\r\n"},
+	}
+	var raw strings.Builder
+	for _, s := range steps {
+		raw.WriteString(encode(s.args...))
+	}
+	c.send(raw.String())
+	for _, s := range steps {
+		if got := c.reply(); got != s.want {
+			t.Errorf("%q = %q, want %q", s.args, got, s.want)
+		}
+	}
+	if g, m := mem.get.Load(), mem.mget.Load(); m != 3 || g != 1 {
+		t.Errorf("memory route: %d MGet and %d Get calls, want 3 MGets (the first four commands' run, the cross-route MGET's a, MGET b) and 1 Get (a)", m, g)
+	}
+
+	c.send(encode("MGET", "a", "b") + encode("MGET", "bad1", "a") + encode("GET", "b") + encode("MGET", "b"))
+	want := []string{"*2\r\n$1\r\n1\r\n$1\r\n2\r\n", "-ERR", "$1\r\n2\r\n", "*1\r\n$1\r\n2\r\n"}
+	for i, w := range want {
+		if got := c.reply(); !strings.HasPrefix(got, w) {
+			t.Errorf("after a failed run, reply %d = %q, want %q…", i, got, w)
+		}
+	}
+}

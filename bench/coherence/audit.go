@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
 )
 
 // The admin API's L1 listing (httpapi/debug_l1.go).
@@ -159,10 +159,10 @@ func (t l1Totals) minus(u l1Totals) l1Totals {
 
 // l1Stats adds up the rows route's L1 counters of every instance, read
 // from INFO's backends section (l1_rows_hits, …).
-func l1Stats(ctx context.Context, clients []*redis.Client) (l1Totals, error) {
+func l1Stats(ctx context.Context, clients []valkey.Client) (l1Totals, error) {
 	var t l1Totals
 	for _, c := range clients {
-		info, err := c.Info(ctx, "backends").Result()
+		info, err := c.Do(ctx, c.B().Info().Section("backends").Build()).ToString()
 		if err != nil {
 			return t, fmt.Errorf("INFO: %w", err)
 		}

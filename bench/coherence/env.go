@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/pgcache/pgcache/coherence"
 	"github.com/pgcache/pgcache/internal/testenv"
@@ -26,7 +26,7 @@ type env struct {
 	// readers holding db's connections cannot make a writer wait for one,
 	// and the writers' session settings stay theirs.
 	db, writers *pgxpool.Pool
-	valkey      *redis.Client
+	valkey      valkey.Client
 	database    string
 	stops       []func() error
 }
@@ -75,13 +75,20 @@ func startEnv(ctx context.Context, o *Options) (*env, error) {
 		return nil, fmt.Errorf("connect to PostgreSQL %s: %w", redactDSN(e.dsn), err)
 	}
 	if e.valkeyAddr != "" {
-		e.valkey = redis.NewClient(&redis.Options{Addr: e.valkeyAddr, PoolSize: max(o.Readers, o.Writers) + 4, DisableIdentity: true})
-		if err := e.valkey.Ping(ctx).Err(); err != nil {
+		if e.valkey, err = dialRESP(e.valkeyAddr); err != nil {
 			e.close()
 			return nil, fmt.Errorf("connect to Valkey %s: %w", e.valkeyAddr, err)
 		}
 	}
 	return e, nil
+}
+
+// dialRESP is the client readers and writers reach Valkey and pgcache
+// with: valkey-go, which pipelines the requests of concurrent goroutines on
+// a few connections, as an application's client would. Client-side caching
+// is off: every read is the server's.
+func dialRESP(addr string) (valkey.Client, error) {
+	return valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true})
 }
 
 func redactDSN(dsn string) string {

@@ -8,12 +8,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
 )
 
 // runPgcache runs o.Instances pgcache servers with a coherent L1 on the
 // table; readers send RESP MGET of one CRUD: key, spread across the
-// instances by row; writers UPDATE by SQL and, with several instances,
+// instances by row, through valkey-go (as the cache-aside stack's readers
+// reach Valkey); writers UPDATE by SQL and, with several instances,
 // every second write is a SET of the row through one of them in turn.
 // After the writers stop and every instance has received every fence,
 // each instance's L1 is read through its admin API (GET /debug/l1) and
@@ -39,17 +40,20 @@ func (r *run) runPgcache(ctx context.Context) (_ *stackResult, err error) {
 		}
 		insts = append(insts, in)
 	}
-	var clients []*redis.Client
+	var clients []valkey.Client
 	for _, in := range insts {
-		c := redis.NewClient(&redis.Options{Addr: in.addr("resp"), PoolSize: r.o.Readers/len(insts) + r.o.Writers + 2, DisableIdentity: true})
+		c, err := dialRESP(in.addr("resp"))
+		if err != nil {
+			return nil, fmt.Errorf("pgcache: %w", err)
+		}
 		defer c.Close()
 		clients = append(clients, c)
 	}
 	crud := "CRUD:" + r.env.database + ".public." + rowsTable + ":"
 	read := func(ctx context.Context, id int64) (bool, error) {
 		c := clients[int(id)%len(clients)]
-		vals, err := c.MGet(ctx, crud+strconv.FormatInt(id, 10)).Result()
-		if err == nil && (len(vals) != 1 || vals[0] == nil) {
+		vals, err := c.Do(ctx, c.B().Mget().Key(crud+strconv.FormatInt(id, 10)).Build()).ToArray()
+		if err == nil && (len(vals) != 1 || vals[0].IsNil()) {
 			err = fmt.Errorf("row %d: MGET answered %v", id, vals)
 		}
 		return false, err
@@ -60,7 +64,8 @@ func (r *run) runPgcache(ctx context.Context) (_ *stackResult, err error) {
 		n := writes.next()
 		if len(clients) > 1 && n%2 == 0 {
 			row := fmt.Sprintf(`{"id":%d,"v":%d,"payload":"w%d"}`, id, n, n)
-			return clients[int(n/2)%len(clients)].Set(ctx, crud+strconv.FormatInt(id, 10), row, 0).Err()
+			c := clients[int(n/2)%len(clients)]
+			return c.Do(ctx, c.B().Set().Key(crud+strconv.FormatInt(id, 10)).Value(row).Build()).Error()
 		}
 		return sqlWrite(ctx, id)
 	}

@@ -175,7 +175,8 @@ func (r *run) overhead(ctx context.Context, stdout io.Writer) ([]Result, error) 
 			if _, err := r.env.writers.Exec(ctx, plain, id); err != nil {
 				return err
 			}
-			return r.env.valkey.Del(ctx, cacheKey(id)).Err()
+			v := r.env.valkey
+			return v.Do(ctx, v.B().Del().Key(cacheKey(id)).Build()).Error()
 		}})
 	}
 	var out []Result

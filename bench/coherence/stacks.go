@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
 )
 
 // stackResult is what a stack measured, before it becomes a Result.
@@ -21,14 +21,14 @@ type stackResult struct {
 // on a miss SELECT the row and SET it; writers UPDATE, then DEL the key.
 func (r *run) runCacheAside(ctx context.Context) (*stackResult, error) {
 	v := r.env.valkey
-	if err := v.FlushDB(ctx).Err(); err != nil {
+	if err := v.Do(ctx, v.B().Flushdb().Build()).Error(); err != nil {
 		return nil, fmt.Errorf("valkey: %w", err)
 	}
 	read := func(ctx context.Context, id int64) (bool, error) {
 		key := cacheKey(id)
-		if _, err := v.Get(ctx, key).Result(); err == nil {
+		if err := v.Do(ctx, v.B().Get().Key(key).Build()).Error(); err == nil {
 			return true, nil
-		} else if err != redis.Nil {
+		} else if !valkey.IsValkeyNil(err) {
 			return false, err
 		}
 		var row string
@@ -38,14 +38,14 @@ func (r *run) runCacheAside(ctx context.Context) (*stackResult, error) {
 		if r.o.FillDelay > 0 {
 			time.Sleep(r.o.FillDelay) // the late-fill race, made likely
 		}
-		return false, v.Set(ctx, key, row, 0).Err()
+		return false, v.Do(ctx, v.B().Set().Key(key).Value(row).Build()).Error()
 	}
 	update := r.sqlWriter()
 	write := func(ctx context.Context, id int64) error {
 		if err := update(ctx, id); err != nil {
 			return err
 		}
-		return v.Del(ctx, cacheKey(id)).Err()
+		return v.Do(ctx, v.B().Del().Key(cacheKey(id)).Build()).Error()
 	}
 	if err := r.warm(ctx, read); err != nil {
 		return nil, err
@@ -56,14 +56,14 @@ func (r *run) runCacheAside(ctx context.Context) (*stackResult, error) {
 	// stays stale until the row is written again.
 	var cursor uint64
 	for n := 0; n < maxOps; n++ {
-		keys, next, err := v.Scan(ctx, cursor, "row:*", 1000).Result()
+		scan, err := v.Do(ctx, v.B().Scan().Cursor(cursor).Match("row:*").Count(1000).Build()).AsScanEntry()
 		if err != nil {
 			return nil, fmt.Errorf("audit: %w", err)
 		}
-		for _, k := range keys {
+		for _, k := range scan.Elements {
 			id, _ := strconv.ParseInt(k[len("row:"):], 10, 64)
-			cached, err := v.Get(ctx, k).Result()
-			if err == redis.Nil {
+			cached, err := v.Do(ctx, v.B().Get().Key(k).Build()).ToString()
+			if valkey.IsValkeyNil(err) {
 				continue
 			}
 			if err != nil {
@@ -78,7 +78,7 @@ func (r *run) runCacheAside(ctx context.Context) (*stackResult, error) {
 				res.stale++
 			}
 		}
-		if cursor = next; cursor == 0 {
+		if cursor = scan.Cursor; cursor == 0 {
 			break
 		}
 	}
