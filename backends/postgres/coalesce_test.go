@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func (g *gated) many(ctx context.Context, keys []string) ([]string, error) {
 }
 
 // queued waits until n reads are queued.
-func queued(t *testing.T, c *coalescer[string], n int) {
+func queued(t *testing.T, c *coalescer[string, string], n int) {
 	t.Helper()
 	for range 1000 {
 		c.mu.Lock()
@@ -57,7 +58,7 @@ func queued(t *testing.T, c *coalescer[string], n int) {
 // query, each with its own answer; with a free slot a read runs alone.
 func TestCoalescerSharesQueuedReads(t *testing.T) {
 	g := &gated{gate: make(chan struct{})}
-	c := &coalescer[string]{slots: 1, one: g.one, many: g.many}
+	c := &coalescer[string, string]{slots: 1, one: g.one, many: g.many, own: strings.Clone}
 	ctx := context.Background()
 
 	first := make(chan string)
@@ -103,7 +104,7 @@ func TestCoalescerSharesQueuedReads(t *testing.T) {
 // context ends returns at once, and the others are still answered.
 func TestCoalescerErrorsAndCancel(t *testing.T) {
 	g := &gated{gate: make(chan struct{}), fail: errors.New("connection refused")}
-	c := &coalescer[string]{slots: 1, one: g.one, many: g.many}
+	c := &coalescer[string, string]{slots: 1, one: g.one, many: g.many, own: strings.Clone}
 	ctx := context.Background()
 	go c.get(ctx, "holder")
 	holding(t, c)
@@ -128,7 +129,7 @@ func TestCoalescerErrorsAndCancel(t *testing.T) {
 }
 
 // holding waits until a read holds the only slot.
-func holding(t *testing.T, c *coalescer[string]) {
+func holding(t *testing.T, c *coalescer[string, string]) {
 	t.Helper()
 	for range 1000 {
 		c.mu.Lock()

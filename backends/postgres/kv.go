@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,9 +31,11 @@ type KV struct {
 	sweeper    *sweeper // nil when sweep_interval is negative
 	sweepStats sweepStats
 
-	// Single-key reads share queries when the pool is busy (coalesce.go).
-	gets    coalescer[[]byte]            // nil: absent
-	getTTLs coalescer[backends.Expiring] // a nil Val: absent
+	// Single-key reads, and plain SETs, share statements when the pool is
+	// busy (coalesce.go).
+	gets    coalescer[string, []byte]            // nil: absent
+	getTTLs coalescer[string, backends.Expiring] // a nil Val: absent
+	sets    coalescer[setRow, struct{}]
 }
 
 // openKV checks a kv route's options and builds its store; its table is
@@ -70,8 +73,9 @@ func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
 		return ensureKVTable(ctx, pool, t, k, durability)
 	})
 	slots := int(pool.Config().MaxConns)
-	s.gets = coalescer[[]byte]{slots: slots, one: s.getOne, many: s.getMany}
-	s.getTTLs = coalescer[backends.Expiring]{slots: slots, one: s.getTTLOne, many: s.getTTLMany}
+	s.gets = coalescer[string, []byte]{slots: slots, one: s.getOne, many: s.getMany, own: strings.Clone}
+	s.getTTLs = coalescer[string, backends.Expiring]{slots: slots, one: s.getTTLOne, many: s.getTTLMany, own: strings.Clone}
+	s.sets = coalescer[setRow, struct{}]{slots: slots, one: s.setOne, many: s.setMany, own: setRow.own}
 	if iv := time.Duration(d.opts.SweepInterval); iv > 0 {
 		s.sweeper = startSweeper(s, iv)
 	}
@@ -186,13 +190,23 @@ func (s *KV) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, e
 }
 
 // Set stores val as opts says. The common cases are one plain statement
-// each; SET … GET takes setGetSQL.
+// each, and a plain SET (no condition, no GET, no expiry or one relative
+// to now) shares an upsert with concurrent ones when the pool is busy;
+// SET … GET takes setGetSQL.
 func (s *KV) Set(ctx context.Context, key string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
 	k, err := s.key.param(key)
 	if err != nil {
 		return backends.SetResult{}, err
 	}
 	val = value(val)
+	if !opts.Get && opts.Cond == backends.SetAlways && (opts.TTL.Mode == backends.TTLNone || opts.TTL.Mode == backends.TTLRelative) {
+		row := setRow{key: key, val: val, ttl: -1}
+		if opts.TTL.Mode == backends.TTLRelative {
+			row.ttl = opts.TTL.D
+		}
+		_, err := s.sets.get(ctx, row)
+		return backends.SetResult{Stored: err == nil}, err
+	}
 	ttl, at, keep := expiry(opts.TTL)
 	var res backends.SetResult
 	err = s.do(ctx, "set", func(ctx context.Context) error {
@@ -210,6 +224,80 @@ func (s *KV) Set(ctx context.Context, key string, val []byte, opts backends.SetO
 		return err
 	})
 	return res, err
+}
+
+// setRow is a plain SET: a key, its value and its lifetime from now (-1:
+// none).
+type setRow struct {
+	key string
+	val []byte
+	ttl time.Duration
+}
+
+// own copies the key and value a queued SET borrows from its caller.
+func (r setRow) own() setRow {
+	return setRow{key: strings.Clone(r.key), val: slices.Clone(r.val), ttl: r.ttl}
+}
+
+// setOne stores one row with a statement of its own.
+func (s *KV) setOne(ctx context.Context, r setRow) (struct{}, error) {
+	k, err := s.key.param(r.key)
+	if err != nil {
+		return struct{}{}, err
+	}
+	var ttl any
+	if r.ttl >= 0 {
+		ttl = r.ttl
+	}
+	return struct{}{}, s.do(ctx, "set", func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, s.sql.set, k, r.val, ttl, nil, false)
+		return err
+	})
+}
+
+// setMany stores queued SETs with one upsert: the coalescer's shared
+// statement. Of a key queued twice the later value is stored: the two
+// SETs ran concurrently, so either order is one they could have had, and
+// both are answered OK.
+func (s *KV) setMany(ctx context.Context, rows []setRow) ([]struct{}, error) {
+	last := make(map[string]int, len(rows))
+	for i, r := range rows {
+		last[r.key] = i
+	}
+	type kv struct {
+		k   any
+		v   []byte
+		ttl int64 // microseconds, -1 for none
+	}
+	uniq := make([]kv, 0, len(last))
+	for i, r := range rows {
+		if last[r.key] != i {
+			continue
+		}
+		k, err := s.key.param(r.key)
+		if err != nil {
+			return nil, err
+		}
+		ttl := int64(-1)
+		if r.ttl >= 0 {
+			ttl = r.ttl.Microseconds()
+		}
+		uniq = append(uniq, kv{k, r.val, ttl})
+	}
+	slices.SortFunc(uniq, func(a, b kv) int { return s.key.compare(a.k, b.k) })
+	ks, vs, ttls := make([]any, len(uniq)), make([][]byte, len(uniq)), make([]int64, len(uniq))
+	for i, r := range uniq {
+		ks[i], vs[i], ttls[i] = r.k, r.v, r.ttl
+	}
+	keys := s.key.array(ks)
+	err := s.do(ctx, "set", func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, s.sql.setMany, keys, vs, ttls)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return make([]struct{}, len(rows)), nil
 }
 
 // storedRow reads the RETURNING true of a conditional write: no row means

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -518,5 +519,81 @@ func TestGetsShareQueries(t *testing.T) {
 	}
 	if got, want := d.sharedReads()[s.table.label()], s.gets.shared.Load()+s.getTTLs.shared.Load(); got != want {
 		t.Errorf("pgcache_postgres_shared_reads_total for the table = %d, want %d", got, want)
+	}
+}
+
+// TestSetsShareStatements: with more writers than pool connections, plain
+// SETs share upserts, and every acknowledged SET is stored with its own
+// value and lifetime: a key's final value is the last one its only writer
+// set, a SET with EX expires, and a concurrent SET NX still has one winner.
+func TestSetsShareStatements(t *testing.T) {
+	d := newDriver(t, Options{MaxConns: 2})
+	s := openKV(t, d, uniqueTable(t), DurabilityUnlogged, "")
+	ctx := testCtx(t)
+	const writers, rounds = 32, 40
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range rounds {
+				k := fmt.Sprint("w", w)
+				opts := backends.SetOptions{}
+				if w%4 == 0 {
+					opts.TTL = backends.TTL{Mode: backends.TTLRelative, D: time.Hour}
+				}
+				if _, err := s.Set(ctx, k, []byte(fmt.Sprint(i)), opts); err != nil {
+					t.Error(err)
+					return
+				}
+				// Two writers on one key: either order is fine, but the
+				// value must be one of theirs.
+				if _, err := s.Set(ctx, "shared", []byte(fmt.Sprint(w)), backends.SetOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if s.sets.shared.Load() == 0 {
+		t.Fatalf("no SET shared an upsert with %d writers on 2 connections", writers)
+	}
+	for w := range writers {
+		k := fmt.Sprint("w", w)
+		v, ok, err := s.Get(ctx, k)
+		if err != nil || !ok || string(v) != fmt.Sprint(rounds-1) {
+			t.Errorf("%s = %q, %v, %v; want %d", k, v, ok, err, rounds-1)
+		}
+		ttl, err := s.TTL(ctx, k)
+		switch {
+		case err != nil:
+			t.Error(err)
+		case w%4 == 0 && (ttl <= 59*time.Minute || ttl > time.Hour):
+			t.Errorf("%s: TTL %v, want about an hour", k, ttl)
+		case w%4 != 0 && ttl != backends.TTLPersistent:
+			t.Errorf("%s: TTL %v, want none", k, ttl)
+		}
+	}
+	if v, ok, err := s.Get(ctx, "shared"); err != nil || !ok {
+		t.Errorf("shared = %q, %v, %v", v, ok, err)
+	}
+	if got, want := d.Info(ctx), fmt.Sprint(s.sets.shared.Load()); !slices.Contains(got, [2]string{"backend_" + d.name + "_shared_sets", want}) {
+		t.Errorf("INFO has no backend_%s_shared_sets:%s in %v", d.name, want, got)
+	}
+
+	// A short EX through a shared upsert expires.
+	for w := range writers {
+		wg.Go(func() {
+			opts := backends.SetOptions{TTL: backends.TTL{Mode: backends.TTLRelative, D: 200 * time.Millisecond}}
+			if _, err := s.Set(ctx, fmt.Sprint("short", w), []byte("x"), opts); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(400 * time.Millisecond)
+	for w := range writers {
+		if v, ok, err := s.Get(ctx, fmt.Sprint("short", w)); err != nil || ok {
+			t.Errorf("short%d after its EX: %q, %v, %v; want absent", w, v, ok, err)
+		}
 	}
 }

@@ -18,7 +18,7 @@ import "strings"
 type kvSQL struct {
 	get, mget                    string
 	set, setNX, setXX, setGet    string
-	mset, del, exists            string
+	mset, setMany, del, exists   string
 	getDel, getEx, incr, incrWhy string
 	expire, persist, ttl, sweep  string
 }
@@ -35,6 +35,7 @@ func kvStatements(table string, k keyType) kvSQL {
 		setXX:   r.Replace(setXXSQL),
 		setGet:  r.Replace(setGetSQL),
 		mset:    r.Replace(msetSQL),
+		setMany: r.Replace(setManySQL),
 		del:     r.Replace(delSQL),
 		exists:  r.Replace(existsSQL),
 		getDel:  r.Replace(getDelSQL),
@@ -132,6 +133,17 @@ SELECT (SELECT value FROM old WHERE live),
 const msetSQL = `
 INSERT INTO {t} AS t (key, value, expires_at)
 SELECT k, v, 'infinity' FROM unnest($1::{k}[], $2::bytea[]) AS u(k, v)
+ON CONFLICT (key) DO UPDATE
+SET value      = EXCLUDED.value,
+    expires_at = EXCLUDED.expires_at`
+
+// $1 keys, $2 values, $3 lifetimes in microseconds (-1: none), sorted by
+// key and without duplicates, as msetSQL: the plain SETs that queued while
+// the pool was busy, stored by one statement.
+const setManySQL = `
+INSERT INTO {t} AS t (key, value, expires_at)
+SELECT k, v, CASE WHEN ttl < 0 THEN 'infinity' ELSE now() + ttl * interval '1 microsecond' END
+FROM unnest($1::{k}[], $2::bytea[], $3::int8[]) AS u(k, v, ttl)
 ON CONFLICT (key) DO UPDATE
 SET value      = EXCLUDED.value,
     expires_at = EXCLUDED.expires_at`

@@ -114,7 +114,7 @@ type collector struct {
 
 	up                                         *prometheus.Desc
 	live, dead, size, hotPct, updates, hotUpds *prometheus.Desc
-	sweeps, swept, shared                      *prometheus.Desc
+	sweeps, swept, shared, sharedSets          *prometheus.Desc
 	acquired, idle, total, maxConns            *prometheus.Desc
 	acquires, acquireSeconds, emptyAcquires    *prometheus.Desc
 }
@@ -136,6 +136,7 @@ func newCollector(d *Driver) *collector {
 		sweeps:         desc("sweeps_total", "Sweeps of expired rows by this process, by result (ran, skipped: another session was sweeping, failed).", "table", "result"),
 		swept:          desc("swept_rows_total", "Expired rows deleted by this process's sweeps.", "table"),
 		shared:         desc("shared_reads_total", "Single-key reads answered by a query shared with concurrent reads (the pool was busy).", "table"),
+		sharedSets:     desc("shared_sets_total", "Plain SETs stored by an upsert shared with concurrent SETs (the pool was busy).", "table"),
 		acquired:       desc("pool_acquired_conns", "Connections in use.", "pool"),
 		idle:           desc("pool_idle_conns", "Idle connections.", "pool"),
 		total:          desc("pool_total_conns", "Open connections (acquired, idle and being opened).", "pool"),
@@ -148,7 +149,7 @@ func newCollector(d *Driver) *collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.live, c.dead, c.size, c.hotPct, c.updates, c.hotUpds,
-		c.sweeps, c.swept, c.shared, c.acquired, c.idle, c.total, c.maxConns, c.acquires, c.acquireSeconds, c.emptyAcquires} {
+		c.sweeps, c.swept, c.shared, c.sharedSets, c.acquired, c.idle, c.total, c.maxConns, c.acquires, c.acquireSeconds, c.emptyAcquires} {
 		ch <- d
 	}
 }
@@ -177,6 +178,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.sweeps, float64(st.skipped.Load()), label, "skipped")
 		counter(c.sweeps, float64(st.failed.Load()), label, "failed")
 		counter(c.swept, float64(st.deleted.Load()), label)
+		counter(c.sharedSets, float64(kv.sets.shared.Load()), label)
 	}
 	for label, n := range c.d.sharedReads() {
 		counter(c.shared, float64(n), label)
@@ -237,6 +239,12 @@ func (d *Driver) Info(ctx context.Context) [][2]string {
 		shared += n
 	}
 	add("shared_reads", shared)
+	shared = 0
+	_, _, kvs := d.tables()
+	for _, kv := range kvs {
+		shared += kv.sets.shared.Load()
+	}
+	add("shared_sets", shared)
 	stats, err := d.tableStats(ctx)
 	if err != nil {
 		add("up", 0)

@@ -22,7 +22,7 @@ type Table struct {
 	base
 	schema, name string // as the route names them, for CRUDPrefix
 	shape        atomic.Pointer[tableShape]
-	gets         coalescer[[]byte] // single-key reads share queries (coalesce.go)
+	gets         coalescer[string, []byte] // single-key reads share queries (coalesce.go)
 }
 
 // tableShape is what a table route knows of its table from the catalog,
@@ -62,7 +62,7 @@ func (d *Driver) openTable(spec backends.RouteSpec) (*Table, error) {
 	}
 	s := &Table{schema: t.schema, name: t.name}
 	s.init(d, pool, spec.Name, t, s.load)
-	s.gets = coalescer[[]byte]{slots: int(pool.Config().MaxConns), one: s.getOne, many: s.getMany}
+	s.gets = coalescer[string, []byte]{slots: int(pool.Config().MaxConns), one: s.getOne, many: s.getMany, own: strings.Clone}
 	return s, nil
 }
 
