@@ -79,10 +79,7 @@ func startCounted(t *testing.T) (*testServer, map[string]*callCounter) {
 func TestPipelinedRunsGrouped(t *testing.T) {
 	ts, n := startCounted(t)
 	c := dial(t, ts.addr)
-	steps := []struct {
-		args []string
-		want string
-	}{
+	steps := []step{
 		{[]string{"SET", "a", "1"}, "+OK\r\n"},
 		{[]string{"SET", "b", "2"}, "+OK\r\n"},
 		{[]string{"SET", "pg:c", "3"}, "+OK\r\n"}, // another route: a run of its own
@@ -100,6 +97,26 @@ func TestPipelinedRunsGrouped(t *testing.T) {
 		{[]string{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n"},
 		{[]string{"GET", "b"}, "$1\r\nz\r\n"},
 	}
+	pipeline(t, c, steps)
+	mem := n["memory"]
+	if g, m := mem.get.Load(), mem.mget.Load(); m != 2 || g != 2 {
+		t.Errorf("memory route: %d MGet and %d Get calls, want 2 MGets (a b nope; a b) and 2 Gets (a; b)", m, g)
+	}
+	if s, m := mem.set.Load(), mem.mset.Load(); m != 2 || s != 1 {
+		t.Errorf("memory route: %d MSet and %d Set calls, want 2 MSets (a b; b b) and 1 Set (XX)", m, s)
+	}
+}
+
+// step is a pipelined command and the reply it must get.
+type step struct {
+	args []string
+	want string
+}
+
+// pipeline sends every step's command in one write, then checks the
+// replies in order.
+func pipeline(t *testing.T, c *rawClient, steps []step) {
+	t.Helper()
 	var raw strings.Builder
 	for _, s := range steps {
 		raw.WriteString(encode(s.args...))
@@ -109,13 +126,6 @@ func TestPipelinedRunsGrouped(t *testing.T) {
 		if got := c.reply(); got != s.want {
 			t.Errorf("%q = %q, want %q", s.args, got, s.want)
 		}
-	}
-	mem := n["memory"]
-	if g, m := mem.get.Load(), mem.mget.Load(); m != 2 || g != 2 {
-		t.Errorf("memory route: %d MGet and %d Get calls, want 2 MGets (a b nope; a b) and 2 Gets (a; b)", m, g)
-	}
-	if s, m := mem.set.Load(), mem.mset.Load(); m != 2 || s != 1 {
-		t.Errorf("memory route: %d MSet and %d Set calls, want 2 MSets (a b; b b) and 1 Set (XX)", m, s)
 	}
 }
 
@@ -181,10 +191,7 @@ func TestMGetJoinsReadRuns(t *testing.T) {
 	c.do("MSET", "a", "1", "b", "2", "pg:c", "3")
 	mem := n["memory"]
 	mem.mget.Store(0)
-	steps := []struct {
-		args []string
-		want string
-	}{
+	steps := []step{
 		{[]string{"MGET", "a"}, "*1\r\n$1\r\n1\r\n"},
 		{[]string{"GET", "b"}, "$1\r\n2\r\n"},
 		{[]string{"MGET", "b", "nope", "a"}, "*3\r\n$1\r\n2\r\n$-1\r\n$1\r\n1\r\n"},
@@ -195,16 +202,7 @@ func TestMGetJoinsReadRuns(t *testing.T) {
 		{[]string{"MGET"}, "-ERR wrong number of arguments for 'mget' command\r\n"},
 		{[]string{"MGET", "b"}, "*1\r\n$1\r\n2\r\n"},
 	}
-	var raw strings.Builder
-	for _, s := range steps {
-		raw.WriteString(encode(s.args...))
-	}
-	c.send(raw.String())
-	for _, s := range steps {
-		if got := c.reply(); got != s.want {
-			t.Errorf("%q = %q, want %q", s.args, got, s.want)
-		}
-	}
+	pipeline(t, c, steps)
 	if g, m := mem.get.Load(), mem.mget.Load(); m != 3 || g != 1 {
 		t.Errorf("memory route: %d MGet and %d Get calls, want 3 MGets (the first four commands' run, the cross-route MGET's a, MGET b) and 1 Get (a)", m, g)
 	}

@@ -260,6 +260,15 @@ func (s *KV) setOne(ctx context.Context, r setRow) (struct{}, error) {
 // SETs ran concurrently, so either order is one they could have had, and
 // both are answered OK.
 func (s *KV) setMany(ctx context.Context, rows []setRow) ([]struct{}, error) {
+	if err := s.upsert(ctx, "set", rows); err != nil {
+		return nil, err
+	}
+	return make([]struct{}, len(rows)), nil
+}
+
+// upsert stores rows in one statement: all or none. Of a key named twice
+// the last row wins.
+func (s *KV) upsert(ctx context.Context, op string, rows []setRow) error {
 	last := make(map[string]int, len(rows))
 	for i, r := range rows {
 		last[r.key] = i
@@ -276,7 +285,7 @@ func (s *KV) setMany(ctx context.Context, rows []setRow) ([]struct{}, error) {
 		}
 		k, err := s.key.param(r.key)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ttl := int64(-1)
 		if r.ttl >= 0 {
@@ -290,14 +299,10 @@ func (s *KV) setMany(ctx context.Context, rows []setRow) ([]struct{}, error) {
 		ks[i], vs[i], ttls[i] = r.k, r.v, r.ttl
 	}
 	keys := s.key.array(ks)
-	err := s.do(ctx, "set", func(ctx context.Context) error {
-		_, err := s.pool.Exec(ctx, s.sql.setMany, keys, vs, ttls)
+	return s.do(ctx, op, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, s.sql.upsert, keys, vs, ttls)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return make([]struct{}, len(rows)), nil
 }
 
 // storedRow reads the RETURNING true of a conditional write: no row means
@@ -333,35 +338,11 @@ func (s *KV) MSet(ctx context.Context, pairs []backends.KV) error {
 	if len(pairs) == 0 {
 		return nil
 	}
-	last := make(map[string]int, len(pairs))
+	rows := make([]setRow, len(pairs))
 	for i, p := range pairs {
-		last[p.Key] = i
+		rows[i] = setRow{key: p.Key, val: value(p.Val), ttl: -1}
 	}
-	type kv struct {
-		k any
-		v []byte
-	}
-	rows := make([]kv, 0, len(last))
-	for i, p := range pairs {
-		if last[p.Key] != i {
-			continue
-		}
-		k, err := s.key.param(p.Key)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, kv{k, value(p.Val)})
-	}
-	slices.SortFunc(rows, func(a, b kv) int { return s.key.compare(a.k, b.k) })
-	ks, vs := make([]any, len(rows)), make([][]byte, len(rows))
-	for i, r := range rows {
-		ks[i], vs[i] = r.k, r.v
-	}
-	keys := s.key.array(ks)
-	return s.do(ctx, "mset", func(ctx context.Context) error {
-		_, err := s.pool.Exec(ctx, s.sql.mset, keys, vs)
-		return err
-	})
+	return s.upsert(ctx, "mset", rows)
 }
 
 // Del removes the keys and counts the live ones.

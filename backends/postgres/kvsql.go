@@ -18,7 +18,7 @@ import "strings"
 type kvSQL struct {
 	get, mget                    string
 	set, setNX, setXX, setGet    string
-	mset, setMany, del, exists   string
+	upsert, del, exists          string
 	getDel, getEx, incr, incrWhy string
 	expire, persist, ttl, sweep  string
 }
@@ -34,8 +34,7 @@ func kvStatements(table string, k keyType) kvSQL {
 		setNX:   r.Replace(setNXSQL),
 		setXX:   r.Replace(setXXSQL),
 		setGet:  r.Replace(setGetSQL),
-		mset:    r.Replace(msetSQL),
-		setMany: r.Replace(setManySQL),
+		upsert:  r.Replace(upsertSQL),
 		del:     r.Replace(delSQL),
 		exists:  r.Replace(existsSQL),
 		getDel:  r.Replace(getDelSQL),
@@ -127,20 +126,12 @@ SELECT (SELECT value FROM old WHERE live),
        EXISTS (SELECT FROM ins) OR EXISTS (SELECT FROM upd),
        EXISTS (SELECT FROM old)`
 
-// $1 keys, $2 values, sorted by key and without duplicates (ON CONFLICT
-// cannot update a row twice in one statement; sorted, concurrent MSETs
-// lock their rows in the same order and cannot deadlock).
-const msetSQL = `
-INSERT INTO {t} AS t (key, value, expires_at)
-SELECT k, v, 'infinity' FROM unnest($1::{k}[], $2::bytea[]) AS u(k, v)
-ON CONFLICT (key) DO UPDATE
-SET value      = EXCLUDED.value,
-    expires_at = EXCLUDED.expires_at`
-
 // $1 keys, $2 values, $3 lifetimes in microseconds (-1: none), sorted by
-// key and without duplicates, as msetSQL: the plain SETs that queued while
-// the pool was busy, stored by one statement.
-const setManySQL = `
+// key and without duplicates (ON CONFLICT cannot update a row twice in one
+// statement; sorted, concurrent upserts lock their rows in the same order
+// and cannot deadlock). MSET, and the plain SETs that queued while the
+// pool was busy.
+const upsertSQL = `
 INSERT INTO {t} AS t (key, value, expires_at)
 SELECT k, v, CASE WHEN ttl < 0 THEN 'infinity' ELSE now() + ttl * interval '1 microsecond' END
 FROM unnest($1::{k}[], $2::bytea[], $3::int8[]) AS u(k, v, ttl)
