@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgcache/pgcache/bench/instance/instancetest"
 	"github.com/pgcache/pgcache/bench/report"
 )
 
@@ -208,11 +209,7 @@ func TestBadInput(t *testing.T) {
 
 // useHelperChild runs pgcache in child mode from the test binary itself.
 func useHelperChild(t *testing.T, o *Options) {
-	t.Setenv(helperEnv, "1")
-	o.Server, o.Executable = ServerChild, os.Args[0]
-	saved := childArgs
-	childArgs = []string{"-test.run=^$", "--config"} // the helper reads the last argument
-	t.Cleanup(func() { childArgs = saved })
+	o.Server, o.Executable = ServerChild, instancetest.UseChild(t)
 }
 
 // Ctrl-C mid-run stops the load, stops pgcache and writes what ran.

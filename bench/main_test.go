@@ -2,21 +2,15 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	_ "github.com/pgcache/pgcache/backends/standard"
-	"github.com/pgcache/pgcache/conf"
+	"github.com/pgcache/pgcache/bench/instance/instancetest"
 	"github.com/pgcache/pgcache/internal/testenv"
-	"github.com/pgcache/pgcache/server"
 )
 
 // The servers the tests that name existing servers share (--pg-dsn,
@@ -26,14 +20,8 @@ var (
 	valkeySrv *testenv.Redis
 )
 
-// helperEnv makes the test binary act as `pgcache run --config FILE`, so
-// the child-process mode is tested without building the binary.
-const helperEnv = "BENCH_TEST_HELPER_PGCACHE" // not PGCACHE_: those are kept from the child
-
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "1" {
-		os.Exit(helperPgcache(os.Args[len(os.Args)-1]))
-	}
+	instancetest.Main()
 	var err error
 	if pg, err = testenv.StartPostgres(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -48,34 +36,6 @@ func TestMain(m *testing.M) {
 	valkeySrv.Stop()
 	pg.Stop()
 	os.Exit(code)
-}
-
-// helperPgcache is cmd/pgcache's run, in short: serve the config until
-// SIGTERM, then drain.
-func helperPgcache(cfgPath string) int {
-	cfg, err := conf.Load(conf.Source{File: cfgPath, Environ: func() []string { return nil }})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	srv, err := server.New(context.Background(), cfg, zap.NewNop())
-	if err == nil {
-		err = srv.Start()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	<-sigs
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
 }
 
 // syncBuffer is a buffer safe to write from the progress goroutine and

@@ -10,6 +10,7 @@ import (
 	"github.com/dustin/go-humanize"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/pgcache/pgcache/bench/instance"
 	"github.com/pgcache/pgcache/bench/load"
 	"github.com/pgcache/pgcache/bench/report"
 )
@@ -53,7 +54,7 @@ func (r *runner) runEngine(ctx context.Context, e *Engine, proto string) []repor
 		return notRun(err)
 	}
 	defer func() {
-		if err := inst.stop(); err != nil {
+		if err := inst.Stop(); err != nil {
 			fmt.Fprintf(o.Stderr, "%s: stopping pgcache: %v\n", e.Name, err)
 		}
 	}()
@@ -67,7 +68,7 @@ func (r *runner) runEngine(ctx context.Context, e *Engine, proto string) []repor
 		for i, k := range raw {
 			prefixed[i] = e.Prefix + k
 		}
-		if err := deleteKeys(ctx, inst.addr("resp"), prefixed); err != nil && ctx.Err() == nil {
+		if err := deleteKeys(ctx, inst.Addr("resp"), prefixed); err != nil && ctx.Err() == nil {
 			return notRun(err)
 		}
 	}
@@ -145,15 +146,15 @@ const rule = "========================================================"
 // driver returns the load driver of proto for inst, and the keys as that
 // front names them: the bare key for HTTP, the route's prefix and the key
 // for RESP.
-func (r *runner) driver(e *Engine, proto string, inst instance, raw []string) (load.Driver, []string) {
+func (r *runner) driver(e *Engine, proto string, inst instance.Instance, raw []string) (load.Driver, []string) {
 	if proto == ProtoRESP {
 		wire := make([]string, len(raw))
 		for i, k := range raw {
 			wire[i] = e.Prefix + k
 		}
-		return &load.RESP{Addr: inst.addr("resp"), Conns: r.o.RESPConns, Pipeline: r.o.RESPPipeline}, wire
+		return &load.RESP{Addr: inst.Addr("resp"), Conns: r.o.RESPConns, Pipeline: r.o.RESPPipeline}, wire
 	}
-	return &load.HTTP{Addr: inst.addr("http"), Route: e.Route, Workers: r.o.Workers}, raw
+	return &load.HTTP{Addr: inst.Addr("http"), Route: e.Route, Workers: r.o.Workers}, raw
 }
 
 // reset gives the engine the store a first run would find: a kv table

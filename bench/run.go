@@ -123,7 +123,7 @@ func (r *runner) setup(ctx context.Context) error {
 	if o.Server == ServerChild {
 		r.applied.Server = "child process (pgcache run), separate from the load generator"
 		r.applied.ServerGOMAXPROCS = o.ServerProcs
-		r.applied.ServerGOMEMLIMIT = memLimit(o.ServerMemLimit)
+		r.applied.ServerGOMEMLIMIT = humanize.IBytes(uint64(o.ServerMemLimit))
 	} else {
 		r.applied.Server = "in-process: pgcache shares the bench process, its scheduler and GC, with the load generator"
 		r.applied.ServerGOMAXPROCS = runtime.GOMAXPROCS(0)

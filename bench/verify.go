@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pgcache/pgcache/bench/instance"
 )
 
 // verifyTimeout bounds reading the sample back.
@@ -17,13 +19,13 @@ const verifyTimeout = 30 * time.Second
 // verify reads a sample of the keys back through the front the phase
 // used and checks that each decodes to what was written: a run whose
 // requests all succeeded could still have stored the wrong thing.
-func (r *runner) verify(ctx context.Context, e *Engine, proto string, inst instance, raw []string) error {
+func (r *runner) verify(ctx context.Context, e *Engine, proto string, inst instance.Instance, raw []string) error {
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
 	n := min(DefaultVerifySample, len(raw))
 	var rc *redis.Client
 	if proto == ProtoRESP {
-		rc = pgcacheClient(inst.addr("resp"))
+		rc = pgcacheClient(inst.Addr("resp"))
 		defer rc.Close()
 	}
 	for j := range n {
@@ -33,7 +35,7 @@ func (r *runner) verify(ctx context.Context, e *Engine, proto string, inst insta
 		if rc != nil {
 			val, err = rc.Get(ctx, e.Prefix+raw[i]).Bytes()
 		} else {
-			val, err = httpGet(ctx, inst.addr("http"), e.Route, raw[i])
+			val, err = httpGet(ctx, inst.Addr("http"), e.Route, raw[i])
 		}
 		if err != nil {
 			return fmt.Errorf("read back %s: %w", raw[i], err)

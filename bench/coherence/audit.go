@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"github.com/pgcache/pgcache/bench/instance"
 )
 
 // The admin API's L1 listing (httpapi/debug_l1.go).
@@ -26,7 +28,7 @@ const auditBatch = 1000
 
 // waitSettled waits until every instance has received every fence logged
 // before mark: its listing's Proven header is after mark.
-func waitSettled(ctx context.Context, insts []instance, mark time.Time, limit time.Duration) error {
+func waitSettled(ctx context.Context, insts []instance.Instance, mark time.Time, limit time.Duration) error {
 	return waitFor(ctx, limit, "fences to settle", func() bool {
 		for _, in := range insts {
 			p, err := l1Proven(ctx, in)
@@ -39,8 +41,8 @@ func waitSettled(ctx context.Context, insts []instance, mark time.Time, limit ti
 }
 
 // l1Proven asks an instance for its listing's headers only.
-func l1Proven(ctx context.Context, in instance) (time.Time, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, "http://"+in.addr("admin")+l1Path, nil)
+func l1Proven(ctx context.Context, in instance.Instance) (time.Time, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, "http://"+in.Addr("admin")+l1Path, nil)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -62,8 +64,8 @@ func l1Proven(ctx context.Context, in instance) (time.Time, error) {
 // auditL1 reads an instance's L1 through its admin API and compares every
 // entry with the row in PostgreSQL, a batch at a time. An entry whose row
 // is gone, or whose text differs, is stale.
-func (r *run) auditL1(ctx context.Context, in instance) (entries, stale int, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+in.addr("admin")+l1Path, nil)
+func (r *run) auditL1(ctx context.Context, in instance.Instance) (entries, stale int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+in.Addr("admin")+l1Path, nil)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"github.com/pgcache/pgcache/bench/instance"
 )
 
 // runPgcache runs o.Instances pgcache servers with a coherent L1 on the
@@ -24,10 +26,10 @@ func (r *run) runPgcache(ctx context.Context) (_ *stackResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var insts []instance
+	var insts []instance.Instance
 	defer func() {
 		for _, in := range insts {
-			if serr := in.stop(); serr != nil && err == nil {
+			if serr := in.Stop(); serr != nil && err == nil {
 				err = serr
 			}
 		}
@@ -42,7 +44,7 @@ func (r *run) runPgcache(ctx context.Context) (_ *stackResult, err error) {
 	}
 	var clients []valkey.Client
 	for _, in := range insts {
-		c, err := dialRESP(in.addr("resp"))
+		c, err := dialRESP(in.Addr("resp"))
 		if err != nil {
 			return nil, fmt.Errorf("pgcache: %w", err)
 		}
