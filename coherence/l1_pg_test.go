@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/postgres"
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // instance is one pgcache's worth of coherence on a shared database: its own
@@ -59,9 +60,9 @@ func newInstance(t testing.TB, table string) *instance {
 // its SELECT, an UPDATE committed by plain SQL, its fence delivered through
 // the log, the relay and LISTEN; the loader resumes and its fill is dropped.
 func TestLateFillRaceOnPostgres(t *testing.T) {
-	p := pool(t)
+	p := pg.Pool(t)
 	a := newInstance(t, "race_kv")
-	exec(t, p, `INSERT INTO race_kv VALUES ('k', 'old', 'infinity') ON CONFLICT (key) DO UPDATE SET value = 'old'`)
+	testenv.Exec(t, p, `INSERT INTO race_kv VALUES ('k', 'old', 'infinity') ON CONFLICT (key) DO UPDATE SET value = 'old'`)
 
 	paused, resume := make(chan struct{}), make(chan struct{})
 	a.tier.afterLoad = func(string) { close(paused); <-resume }
@@ -75,7 +76,7 @@ func TestLateFillRaceOnPostgres(t *testing.T) {
 	}()
 	<-paused
 	tok := a.coord.Fences.Token()
-	exec(t, p, `UPDATE race_kv SET value = 'new' WHERE key = 'k'`)
+	testenv.Exec(t, p, `UPDATE race_kv SET value = 'new' WHERE key = 'k'`)
 	fenced(t, a.coord.Fences, tok, "public.race_kv", "k")
 	a.tier.afterLoad = nil
 	close(resume)
@@ -93,7 +94,7 @@ func TestLateFillRaceOnPostgres(t *testing.T) {
 // Writes through any instance and through SQL are seen by every instance
 // once fenced.
 func TestInstancesSeeEachOthersWrites(t *testing.T) {
-	p := pool(t)
+	p := pg.Pool(t)
 	ins := []*instance{newInstance(t, "multi_kv"), newInstance(t, "multi_kv"), newInstance(t, "multi_kv")}
 	ctx := context.Background()
 	read := func(i *instance, k string) string {
@@ -129,7 +130,7 @@ func TestInstancesSeeEachOthersWrites(t *testing.T) {
 		{"DELETE", `DELETE FROM multi_kv WHERE key = 'k2'`, "k2", "<absent>"},
 		{"TRUNCATE", `TRUNCATE multi_kv`, "k0", "<absent>"},
 	} {
-		exec(t, p, step.sql)
+		testenv.Exec(t, p, step.sql)
 		converge(step.what, step.key, step.want)
 	}
 	conn, err := p.Acquire(ctx)
@@ -137,9 +138,9 @@ func TestInstancesSeeEachOthersWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	exec(t, p, `INSERT INTO multi_kv VALUES ('copied', 'before', 'infinity')`)
+	testenv.Exec(t, p, `INSERT INTO multi_kv VALUES ('copied', 'before', 'infinity')`)
 	converge("insert", "copied", "before")
-	exec(t, p, `DELETE FROM multi_kv WHERE key = 'copied'`)
+	testenv.Exec(t, p, `DELETE FROM multi_kv WHERE key = 'copied'`)
 	converge("delete before COPY", "copied", "<absent>")
 	if _, err := conn.Conn().CopyFrom(ctx, []string{"multi_kv"}, []string{"key", "value", "expires_at"},
 		pgx.CopyFromRows([][]any{{"copied", []byte("after"), time.Now().Add(time.Hour)}})); err != nil {
@@ -152,11 +153,11 @@ func TestInstancesSeeEachOthersWrites(t *testing.T) {
 // the writers, lets fences settle, and counts L1 entries that differ from
 // the table.
 func soak(t *testing.T, ins []*instance, table string, d time.Duration) (stale int) {
-	p := pool(t)
+	p := pg.Pool(t)
 	ctx := context.Background()
 	const keys = 50
 	for k := range keys {
-		exec(t, p, fmt.Sprintf(`INSERT INTO %s VALUES ($1, '0', 'infinity') ON CONFLICT (key) DO UPDATE SET value = '0'`, table), fmt.Sprintf("k%d", k))
+		testenv.Exec(t, p, fmt.Sprintf(`INSERT INTO %s VALUES ($1, '0', 'infinity') ON CONFLICT (key) DO UPDATE SET value = '0'`, table), fmt.Sprintf("k%d", k))
 	}
 	var wg sync.WaitGroup
 	var stop atomic.Bool
@@ -249,12 +250,12 @@ func TestSoakFindsStaleWithoutFences(t *testing.T) {
 // The listener killed under load: the tiers bypass, reconnect, fence
 // everything, and no entry is stale afterwards.
 func TestListenerKilledUnderLoad(t *testing.T) {
-	p := pool(t)
+	p := pg.Pool(t)
 	ins := []*instance{newInstance(t, "kill_kv"), newInstance(t, "kill_kv")}
 	done := make(chan int)
 	go func() { done <- soak(t, ins, "kill_kv", 4*time.Second) }()
 	time.Sleep(time.Second)
-	exec(t, p, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
+	testenv.Exec(t, p, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
 	if stale := <-done; stale != 0 {
 		t.Fatalf("%d stale entries after the listener was killed", stale)
 	}

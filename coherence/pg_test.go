@@ -30,25 +30,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func pool(t *testing.T) *pgxpool.Pool { return poolB(t) }
-
-func poolB(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	p, err := pgxpool.New(context.Background(), pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
-
-func exec(t *testing.T, p *pgxpool.Pool, sql string, args ...any) {
-	t.Helper()
-	if _, err := p.Exec(context.Background(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
-
 // startCoordinator runs a coordinator until the test ends and waits until
 // its listener is online.
 func startCoordinator(t *testing.T, p *pgxpool.Pool, opts CoordinatorOptions) *Coordinator {
@@ -83,9 +64,9 @@ func fenced(t *testing.T, f *Fences, tok Token, table, key string) {
 }
 
 func TestAttachAndFences(t *testing.T) {
-	p := pool(t)
-	exec(t, p, `CREATE TABLE kv_attach (key text COLLATE "C" PRIMARY KEY, value bytea NOT NULL, expires_at timestamptz NOT NULL)`)
-	exec(t, p, `CREATE TABLE pairs (a int, b text, v text, PRIMARY KEY (a, b))`)
+	p := pg.Pool(t)
+	testenv.Exec(t, p, `CREATE TABLE kv_attach (key text COLLATE "C" PRIMARY KEY, value bytea NOT NULL, expires_at timestamptz NOT NULL)`)
+	testenv.Exec(t, p, `CREATE TABLE pairs (a int, b text, v text, PRIMARY KEY (a, b))`)
 	ctx := context.Background()
 	for _, tbl := range []string{"kv_attach", "public.pairs"} {
 		if err := Attach(ctx, p, tbl); err != nil {
@@ -114,13 +95,13 @@ func TestAttachAndFences(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := f.Token()
-			exec(t, p, tc.sql)
+			testenv.Exec(t, p, tc.sql)
 			fenced(t, f, tok, tc.table, tc.key)
 		})
 	}
 	t.Run("truncate", func(t *testing.T) {
 		tok := f.Token()
-		exec(t, p, `TRUNCATE kv_attach`)
+		testenv.Exec(t, p, `TRUNCATE kv_attach`)
 		fenced(t, f, tok, "public.kv_attach", "any key at all")
 	})
 	t.Run("copy", func(t *testing.T) {
@@ -138,7 +119,7 @@ func TestAttachAndFences(t *testing.T) {
 	})
 	t.Run("a statement's keys past one notification are split", func(t *testing.T) {
 		tok := f.Token()
-		exec(t, p, `INSERT INTO kv_attach SELECT repeat('x', 100) || g, 'v', 'infinity' FROM generate_series(1, 500) g`)
+		testenv.Exec(t, p, `INSERT INTO kv_attach SELECT repeat('x', 100) || g, 'v', 'infinity' FROM generate_series(1, 500) g`)
 		for _, g := range []int{1, 250, 500} {
 			fenced(t, f, tok, "public.kv_attach", strings.Repeat("x", 100)+strconv.Itoa(g))
 		}
@@ -149,7 +130,7 @@ func TestAttachAndFences(t *testing.T) {
 	t.Run("a key too long for a notification fences its table", func(t *testing.T) {
 		tok := f.Token()
 		before := f.Stats.TableFences.Load()
-		exec(t, p, `INSERT INTO kv_attach VALUES (repeat('y', 9000), 'v', 'infinity')`)
+		testenv.Exec(t, p, `INSERT INTO kv_attach VALUES (repeat('y', 9000), 'v', 'infinity')`)
 		fenced(t, f, tok, "public.kv_attach", "unrelated")
 		if f.Stats.TableFences.Load() == before {
 			t.Fatal("no table fence recorded")
@@ -166,8 +147,8 @@ func TestAttachAndFences(t *testing.T) {
 }
 
 func TestAttachRefusesTableWithoutKey(t *testing.T) {
-	p := pool(t)
-	exec(t, p, `CREATE TABLE nokey (a int)`)
+	p := pg.Pool(t)
+	testenv.Exec(t, p, `CREATE TABLE nokey (a int)`)
 	if err := Attach(context.Background(), p, "nokey"); err == nil || !strings.Contains(err.Error(), "no primary key") {
 		t.Fatalf("err = %v", err)
 	}
@@ -179,12 +160,12 @@ func TestAttachRefusesTableWithoutKey(t *testing.T) {
 // The LISTEN connection killed: fences go offline, the listener reconnects,
 // and comes back online through a whole-cache fence.
 func TestListenerReconnects(t *testing.T) {
-	p := pool(t)
+	p := pg.Pool(t)
 	c := startCoordinator(t, p, CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: 100 * time.Millisecond}})
 	f, l := c.Fences, c.Listener
 	tok := f.Token()
 	allBefore := f.Stats.AllFences.Load()
-	exec(t, p, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
+	testenv.Exec(t, p, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
 	waitFor(t, "offline", func() bool { return !f.Online() })
 	waitFor(t, "online again", func() bool { s, _ := l.State(); return s == StateOnline })
 	if l.Stats.Reconnects.Load() < 1 {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // oldFenceFunctions are the statement-level trigger functions over
@@ -41,10 +43,10 @@ CREATE TRIGGER pgcache_fence_trunc AFTER TRUNCATE ON {rel} FOR EACH STATEMENT EX
 // statement-trigger version did.
 func installOldTriggers(t *testing.T, table string) {
 	t.Helper()
-	p := pool(t)
+	p := pg.Pool(t)
 	fn := Schema + "." + functionPrefix("public", table)
-	exec(t, p, setupSQL)
-	exec(t, p, strings.NewReplacer("{fn}", fn, "{tbl}", quoteLiteral("public."+table),
+	testenv.Exec(t, p, setupSQL)
+	testenv.Exec(t, p, strings.NewReplacer("{fn}", fn, "{tbl}", quoteLiteral("public."+table),
 		"{k}", "to_jsonb(id)", "{rel}", "public."+table).Replace(oldFenceFunctions))
 }
 
@@ -52,7 +54,7 @@ func installOldTriggers(t *testing.T, table string) {
 // "statement".
 func triggerLevels(t *testing.T, table string) map[string]string {
 	t.Helper()
-	rows, err := pool(t).Query(context.Background(), `
+	rows, err := pg.Pool(t).Query(context.Background(), `
 		SELECT tgname, CASE WHEN tgtype & 1 = 1 THEN 'row' ELSE 'statement' END
 		FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname LIKE 'pgcache_fence_%'`, table)
 	if err != nil {
@@ -75,10 +77,10 @@ func triggerLevels(t *testing.T, table string) map[string]string {
 // its functions go with it. Fences written by either version are published:
 // during a rolling upgrade old and new instances re-attach each other's set.
 func TestAttachReplacesStatementTriggers(t *testing.T) {
-	p := pool(t)
+	p := pg.Pool(t)
 	ctx := context.Background()
-	exec(t, p, `CREATE TABLE up_old (id int PRIMARY KEY, v text)`)
-	exec(t, p, `INSERT INTO up_old SELECT g, 'v' FROM generate_series(1, 10) g`)
+	testenv.Exec(t, p, `CREATE TABLE up_old (id int PRIMARY KEY, v text)`)
+	testenv.Exec(t, p, `INSERT INTO up_old SELECT g, 'v' FROM generate_series(1, 10) g`)
 	installOldTriggers(t, "up_old")
 	if got := triggerLevels(t, "up_old"); got["pgcache_fence_upd"] != "statement" || len(got) != 4 {
 		t.Fatalf("old set installed as %v", got)
@@ -89,7 +91,7 @@ func TestAttachReplacesStatementTriggers(t *testing.T) {
 	f := startCoordinator(t, p, CoordinatorOptions{}).Fences
 
 	tok := f.Token()
-	exec(t, p, `UPDATE up_old SET v = 'old trigger' WHERE id = 1`)
+	testenv.Exec(t, p, `UPDATE up_old SET v = 'old trigger' WHERE id = 1`)
 	fenced(t, f, tok, "public.up_old", "1")
 
 	if err := Attach(ctx, p, "up_old"); err != nil {
@@ -112,16 +114,16 @@ func TestAttachReplacesStatementTriggers(t *testing.T) {
 		{`DELETE FROM up_old WHERE id = 3`, "3"},
 	} {
 		tok := f.Token()
-		exec(t, p, tc.sql)
+		testenv.Exec(t, p, tc.sql)
 		fenced(t, f, tok, "public.up_old", tc.key)
 	}
 	// And back: an old instance re-attaching its set on reconnect.
 	for _, tr := range triggers {
-		exec(t, p, fmt.Sprintf("DROP TRIGGER %s ON up_old", tr.name))
+		testenv.Exec(t, p, fmt.Sprintf("DROP TRIGGER %s ON up_old", tr.name))
 	}
 	installOldTriggers(t, "up_old")
 	tok = f.Token()
-	exec(t, p, `UPDATE up_old SET v = 'old again' WHERE id = 4`)
+	testenv.Exec(t, p, `UPDATE up_old SET v = 'old again' WHERE id = 4`)
 	fenced(t, f, tok, "public.up_old", "4")
 }
 
@@ -129,12 +131,12 @@ func TestAttachReplacesStatementTriggers(t *testing.T) {
 // changed by an UPDATE fences the old and the new key, and a statement
 // writing many rows fences each of them.
 func TestRowTriggersFenceEveryKey(t *testing.T) {
-	p := pool(t)
+	p := pg.Pool(t)
 	ctx := context.Background()
-	exec(t, p, `CREATE TABLE rows_kv (id int PRIMARY KEY, v text)`)
-	exec(t, p, `CREATE TABLE rows_pair (a int, b text, v text, PRIMARY KEY (a, b))`)
-	exec(t, p, `INSERT INTO rows_kv SELECT g, 'v' FROM generate_series(1, 3000) g`)
-	exec(t, p, `INSERT INTO rows_pair VALUES (1, 'x', 'v')`)
+	testenv.Exec(t, p, `CREATE TABLE rows_kv (id int PRIMARY KEY, v text)`)
+	testenv.Exec(t, p, `CREATE TABLE rows_pair (a int, b text, v text, PRIMARY KEY (a, b))`)
+	testenv.Exec(t, p, `INSERT INTO rows_kv SELECT g, 'v' FROM generate_series(1, 3000) g`)
+	testenv.Exec(t, p, `INSERT INTO rows_pair VALUES (1, 'x', 'v')`)
 	for _, tbl := range []string{"rows_kv", "rows_pair"} {
 		if err := Attach(ctx, p, tbl); err != nil {
 			t.Fatal(err)
@@ -144,20 +146,20 @@ func TestRowTriggersFenceEveryKey(t *testing.T) {
 
 	t.Run("key change", func(t *testing.T) {
 		tok := f.Token()
-		exec(t, p, `UPDATE rows_kv SET id = 5000 WHERE id = 1`)
+		testenv.Exec(t, p, `UPDATE rows_kv SET id = 5000 WHERE id = 1`)
 		fenced(t, f, tok, "public.rows_kv", "1")
 		fenced(t, f, tok, "public.rows_kv", "5000")
 	})
 	t.Run("composite key change", func(t *testing.T) {
 		tok := f.Token()
-		exec(t, p, `UPDATE rows_pair SET b = 'y' WHERE a = 1`)
+		testenv.Exec(t, p, `UPDATE rows_pair SET b = 'y' WHERE a = 1`)
 		fenced(t, f, tok, "public.rows_pair", `[1,"x"]`)
 		fenced(t, f, tok, "public.rows_pair", `[1,"y"]`)
 	})
 	t.Run("a statement writing 3000 rows", func(t *testing.T) {
 		tok := f.Token()
 		tables := f.Stats.TableFences.Load()
-		exec(t, p, `UPDATE rows_kv SET v = 'bulk' WHERE id <= 3000`)
+		testenv.Exec(t, p, `UPDATE rows_kv SET v = 'bulk' WHERE id <= 3000`)
 		for _, k := range []string{"2", "1500", "3000"} {
 			fenced(t, f, tok, "public.rows_kv", k)
 		}

@@ -35,7 +35,7 @@ const (
 // highest per-round ratio fenced/plain, and logs every round.
 func BenchmarkFenceWriteCost(b *testing.B) {
 	ctx := context.Background()
-	p := poolB(b)
+	p := pg.Pool(b)
 	for _, tbl := range []string{"wc_plain", "wc_fenced"} {
 		if _, err := p.Exec(ctx, fmt.Sprintf(`DROP TABLE IF EXISTS %[1]s;
 			CREATE TABLE %[1]s (id int PRIMARY KEY, v int NOT NULL, pad text NOT NULL) WITH (fillfactor = 70);

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -25,7 +24,6 @@ import (
 	_ "github.com/pgcache/pgcache/backends/standard"
 	"github.com/pgcache/pgcache/coherence"
 	"github.com/pgcache/pgcache/conf"
-	"github.com/pgcache/pgcache/internal/testenv"
 	"github.com/pgcache/pgcache/server"
 )
 
@@ -191,37 +189,6 @@ func eventually(t testing.TB, bound time.Duration, what string, cond func() bool
 		time.Sleep(20 * time.Millisecond)
 	}
 	return time.Since(start)
-}
-
-// pgPool is a pool on the shared PostgreSQL, closed when the test ends.
-func pgPool(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	return poolOn(t, pg)
-}
-
-// poolOn is a pool on srv, closed when the test ends.
-func poolOn(t testing.TB, srv *testenv.PG) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(srv.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 8
-	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
-
-func pgExec(t testing.TB, p *pgxpool.Pool, sql string, args ...any) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := p.Exec(ctx, sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
 }
 
 // Process resources, to prove a case leaves nothing behind.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // Hostile HTTP against a whole pgcache whose route writes a standard
@@ -21,8 +23,8 @@ import (
 // and check the table rather than a memory backend.
 func TestHostileHTTP(t *testing.T) {
 	leakCheck(t)
-	pool := pgPool(t)
-	pgExec(t, pool, "DROP TABLE IF EXISTS faults_http")
+	pool := pg.Pool(t)
+	testenv.Exec(t, pool, "DROP TABLE IF EXISTS faults_http")
 	p := startPgcache(t, fmt.Sprintf(`
 backends:
   pg: {type: postgres, dsn: %q}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // A table route's key may spell a row otherwise than PostgreSQL prints its
@@ -17,7 +19,7 @@ import (
 // holds the rule; this is the same over RESP, CRUD: keys and HTTP.
 func TestKeySpellingsStayCoherent(t *testing.T) {
 	leakCheck(t)
-	pool := pgPool(t)
+	pool := pg.Pool(t)
 	for _, sql := range []string{
 		"DROP TABLE IF EXISTS faults_users, faults_items",
 		"CREATE TABLE faults_users (id integer PRIMARY KEY, name text NOT NULL)",
@@ -25,7 +27,7 @@ func TestKeySpellingsStayCoherent(t *testing.T) {
 		"CREATE TABLE faults_items (id uuid PRIMARY KEY, name text NOT NULL)",
 		"INSERT INTO faults_items VALUES ('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', 'ada')",
 	} {
-		pgExec(t, pool, sql)
+		testenv.Exec(t, pool, sql)
 	}
 	p := startPgcache(t, fmt.Sprintf(`
 backends:
@@ -74,8 +76,8 @@ routes:
 			}
 		}
 	}
-	pgExec(t, pool, "UPDATE faults_users SET name = 'grace' WHERE id = 7")
-	pgExec(t, pool, "UPDATE faults_items SET name = 'grace'")
+	testenv.Exec(t, pool, "UPDATE faults_users SET name = 'grace' WHERE id = 7")
+	testenv.Exec(t, pool, "UPDATE faults_items SET name = 'grace'")
 	// Once the canonical spellings show the update, its fences have been
 	// applied; every other spelling must show it too.
 	for _, canonical := range []spelling{spellings[0], spellings[6]} {

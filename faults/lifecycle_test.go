@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // The pgcache binary, signalled as an operator or a supervisor would.
@@ -26,8 +28,8 @@ routes:
 // acknowledged is in PostgreSQL with its value; a request in flight got
 // its reply or an error, never +OK for a write that is then missing.
 func TestSIGTERMUnderLoad(t *testing.T) {
-	pool := pgPool(t)
-	pgExec(t, pool, "DROP TABLE IF EXISTS faults_sigterm")
+	pool := pg.Pool(t)
+	testenv.Exec(t, pool, "DROP TABLE IF EXISTS faults_sigterm")
 	c := startChild(t, freePorts(t), standardConfig("faults_sigterm"))
 	l := startLoad(t, c.resp, loadOptions{writers: 8})
 	l.waitOK(t, 2000, 60*time.Second)
@@ -116,8 +118,8 @@ func TestSIGHUPBrokenConfig(t *testing.T) {
 // ports and config: it serves, and every write acknowledged before the
 // kill on a standard-durability route is in PostgreSQL.
 func TestKill9Restart(t *testing.T) {
-	pool := pgPool(t)
-	pgExec(t, pool, "DROP TABLE IF EXISTS faults_kill9")
+	pool := pg.Pool(t)
+	testenv.Exec(t, pool, "DROP TABLE IF EXISTS faults_kill9")
 	ports := freePorts(t)
 	c := startChild(t, ports, standardConfig("faults_kill9"))
 	l := startLoad(t, c.resp, loadOptions{writers: 8})

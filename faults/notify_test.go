@@ -169,12 +169,12 @@ const queueFreeSQL = `DROP TRIGGER IF EXISTS faults_notify_queue_full ON ` + coh
 func TestNotifyQueueFull(t *testing.T) {
 	leakCheck(t)
 	r := startRig(t, pg, "faults_full", rigConfig(pg.DSN(), "faults_full", ""))
-	t.Cleanup(func() { pgExec(t, r.pool, queueFreeSQL) })
+	t.Cleanup(func() { testenv.Exec(t, r.pool, queueFreeSQL) })
 	queueFullCase(t, r, func() {
 		for _, sql := range queueFullSQL {
-			pgExec(t, r.pool, sql)
+			testenv.Exec(t, r.pool, sql)
 		}
-	}, func() { pgExec(t, r.pool, queueFreeSQL) }, "injected at the relay's COMMIT", time.Minute)
+	}, func() { testenv.Exec(t, r.pool, queueFreeSQL) }, "injected at the relay's COMMIT", time.Minute)
 }
 
 // The real thing, on a PostgreSQL of its own: a session pins the queue and

@@ -82,10 +82,10 @@ func TestPostgresFastRestart(t *testing.T) {
 func TestPostgresCrash(t *testing.T) {
 	leakCheck(t)
 	keepPostgresUp(t)
-	pool := pgPool(t)
+	pool := pg.Pool(t)
 	const unlogged, async = "faults_crash_unlogged", "faults_crash_async"
 	for _, tbl := range []string{unlogged, async} {
-		pgExec(t, pool, "DROP TABLE IF EXISTS "+tbl)
+		testenv.Exec(t, pool, "DROP TABLE IF EXISTS "+tbl)
 	}
 	r := startRig(t, pg, "faults_crash", rigConfig(pg.DSN(), "faults_crash", `
   - {name: unlogged, prefix: "u:", backend: pg, table: `+unlogged+`, durability: unlogged, l1: {max_bytes: 8MiB}}

@@ -51,8 +51,8 @@ routes:
 // the load and the churn. srv is the PostgreSQL cfg points at.
 func startRig(t *testing.T, srv *testenv.PG, table, cfg string) *pgRig {
 	t.Helper()
-	r := &pgRig{t: t, pool: poolOn(t, srv), table: table}
-	pgExec(t, r.pool, "DROP TABLE IF EXISTS "+table)
+	r := &pgRig{t: t, pool: srv.Pool(t), table: table}
+	testenv.Exec(t, r.pool, "DROP TABLE IF EXISTS "+table)
 	r.p = startPgcache(t, cfg)
 	r.waitOnline(30 * time.Second)
 	r.watch = watchListener(t, r.p, "pg")
@@ -132,7 +132,7 @@ func (r *pgRig) syncFences() {
 	if v, err := c.Do("GET", "pg:marker"); err != nil || v != "0" { // in L1 now
 		t.Fatalf("GET marker = %q, %v", v, err)
 	}
-	pgExec(t, r.pool, "UPDATE "+r.table+" SET value = '1' WHERE key = 'marker'")
+	testenv.Exec(t, r.pool, "UPDATE "+r.table+" SET value = '1' WHERE key = 'marker'")
 	eventually(t, 30*time.Second, "the marker's fence delivered", func() bool {
 		v, err := c.Do("GET", "pg:marker")
 		return err == nil && v == "1"

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // l1Listing is one GET /debug/l1: entries by "route/key", the Proven
@@ -89,12 +91,12 @@ func listL1(t *testing.T, s *Server, query string) l1Listing {
 // is absent, not one this instance wrote since, not one a SQL write fenced.
 func TestDebugL1ListsWhatIsCached(t *testing.T) {
 	ctx := context.Background()
-	p := pgPool(t)
-	pgExec(t, p, `DROP TABLE IF EXISTS dbg_users`)
+	p := pg.Pool(t)
+	testenv.Exec(t, p, `DROP TABLE IF EXISTS dbg_users`)
 	// A json column keeps its text as written, spaces and newline included:
 	// the listing must give it back as it is.
-	pgExec(t, p, `CREATE TABLE dbg_users (id bigint PRIMARY KEY, name text NOT NULL, note json)`)
-	pgExec(t, p, `INSERT INTO dbg_users VALUES (1, 'ada', '{"a": 1,
+	testenv.Exec(t, p, `CREATE TABLE dbg_users (id bigint PRIMARY KEY, name text NOT NULL, note json)`)
+	testenv.Exec(t, p, `INSERT INTO dbg_users VALUES (1, 'ada', '{"a": 1,
   "b": [1, 2]}'), (2, 'grace', NULL), (3, 'Ŝ <&> "q"', '"x"')`)
 	s := startPgcache(t, fmt.Sprintf(`
 backends:
@@ -176,7 +178,7 @@ routes:
 	check("after an own write", listL1(t, s, ""), want)
 
 	// A SQL write is fenced once its fence arrives; a read fills again.
-	pgExec(t, p, `UPDATE dbg_users SET name = 'hopper' WHERE id = 2`)
+	testenv.Exec(t, p, `UPDATE dbg_users SET name = 'hopper' WHERE id = 2`)
 	eventually(t, "the UPDATE's fence drops users/2", func() bool {
 		_, listed := listL1(t, s, "?route=users").entries["users/2"]
 		return !listed

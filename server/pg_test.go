@@ -7,26 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
-
-func pgPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	p, err := pgxpool.New(context.Background(), pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
-
-func pgExec(t *testing.T, p *pgxpool.Pool, sql string, args ...any) {
-	t.Helper()
-	if _, err := p.Exec(context.Background(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -56,9 +40,9 @@ routes:
 // Two pgcache instances on one PostgreSQL: a write through either, or by
 // plain SQL, is read back from both, over RESP and HTTP.
 func TestTwoInstancesCoherent(t *testing.T) {
-	p := pgPool(t)
-	pgExec(t, p, `CREATE TABLE IF NOT EXISTS srv_users (id bigint PRIMARY KEY, name text NOT NULL)`)
-	pgExec(t, p, `INSERT INTO srv_users VALUES (1, 'ada') ON CONFLICT (id) DO UPDATE SET name = 'ada'`)
+	p := pg.Pool(t)
+	testenv.Exec(t, p, `CREATE TABLE IF NOT EXISTS srv_users (id bigint PRIMARY KEY, name text NOT NULL)`)
+	testenv.Exec(t, p, `INSERT INTO srv_users VALUES (1, 'ada') ON CONFLICT (id) DO UPDATE SET name = 'ada'`)
 	a, b := startPgcache(t, l1Config(pg.DSN())), startPgcache(t, l1Config(pg.DSN()))
 	ctx := context.Background()
 	for _, s := range []*Server{a, b} {
@@ -94,7 +78,7 @@ func TestTwoInstancesCoherent(t *testing.T) {
 	}
 	eventually(t, "instance a sees b's write", func() bool { return get(ra, "pg:42") == "v2" })
 
-	pgExec(t, p, `UPDATE srv_kv SET value = 'sql' WHERE key = '42'`)
+	testenv.Exec(t, p, `UPDATE srv_kv SET value = 'sql' WHERE key = '42'`)
 	for _, c := range []*redis.Client{ra, rb} {
 		eventually(t, "an SQL UPDATE is seen", func() bool { return get(c, "pg:42") == "sql" })
 	}
@@ -109,7 +93,7 @@ func TestTwoInstancesCoherent(t *testing.T) {
 			t.Fatalf("row = %q", v)
 		}
 	}
-	pgExec(t, p, `UPDATE srv_users SET name = 'grace' WHERE id = 1`)
+	testenv.Exec(t, p, `UPDATE srv_users SET name = 'grace' WHERE id = 1`)
 	for _, c := range []*redis.Client{ra, rb} {
 		eventually(t, "a row UPDATE is seen", func() bool { return strings.Contains(get(c, "user:1"), `"grace"`) })
 	}

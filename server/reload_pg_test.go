@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // reloadPG is a config with a postgres backend: kv has a coherent L1 (ttl
@@ -99,7 +101,7 @@ func TestReloadPostgres(t *testing.T) {
 	get("pg2:b") // served from L1 now
 	// A write by plain SQL reaches kv2's L1 through the triggers the
 	// reload installed before kv2 served.
-	pgExec(t, pgPool(t), `UPDATE rl_kv2 SET value = 'new' WHERE key = 'b'`)
+	testenv.Exec(t, pg.Pool(t), `UPDATE rl_kv2 SET value = 'new' WHERE key = 'b'`)
 	eventually(t, "kv2's L1 fenced by a plain-SQL write", func() bool { return get("pg2:b") == "new" })
 
 	// kv's ttl changes: a fresh tier, whose first read is a miss.

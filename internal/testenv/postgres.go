@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // PostgresInstall is the Debian command that provides the PostgreSQL server
@@ -103,6 +104,34 @@ func Postgres(t testing.TB) *PG {
 		}
 	})
 	return pg
+}
+
+// Pool is a pool of up to 8 connections to the server's database, closed
+// when the test ends.
+func (pg *PG) Pool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 8
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Exec runs a statement on p, within 30 seconds, and fails the test if it
+// fails.
+func Exec(t testing.TB, p *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
 }
 
 // StartPostgres initialises a cluster in a temporary directory, starts it,
