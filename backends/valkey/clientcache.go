@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -252,6 +253,10 @@ func (s *shard) Flight(key, cmd string, ttl time.Duration, now time.Time) (valke
 	default:
 		return valkey.ValkeyMessage{}, e
 	}
+	// The key is the caller's (it may point into a request's buffer, or
+	// share one allocation with the other keys of its command): the entry
+	// keeps a copy.
+	key = strings.Clone(key)
 	s.entries[key] = &entry{
 		key: key, cmd: cmd,
 		token: s.c.seq.Load(), start: ms, xat: now.Add(ttl).UnixMilli(),

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valkey-io/valkey-go"
@@ -379,6 +380,21 @@ func TestShardRaces(t *testing.T) {
 		}
 		if c.used.Load() != 0 || len(c.shards) != 0 {
 			t.Fatalf("after Close: used = %d, shards = %d", c.used.Load(), len(c.shards))
+		}
+	})
+
+	t.Run("borrowed key", func(t *testing.T) {
+		// The key of a miss points into a buffer the caller reuses: the
+		// entry must not change with it.
+		_, s := newShard()
+		buf := []byte("k")
+		if _, e := s.Flight(unsafe.String(&buf[0], len(buf)), "GET", ttl, now); e != nil {
+			t.Fatal("first Flight is not a miss")
+		}
+		buf[0] = 'x'
+		s.Update("k", "GET", old)
+		if hit, _ := flight(s); !hit {
+			t.Fatal("the entry of a key whose buffer was reused is not found by the key")
 		}
 	})
 

@@ -2,6 +2,7 @@ package valkey
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -34,10 +35,28 @@ func (s *Store) key(k string) string {
 	return s.prefix + k
 }
 
+// keys names ks as the server stores them. With a prefix the names share
+// one allocation; whatever keeps one (the client cache) copies it.
 func (s *Store) keys(ks []string) []string {
 	out := make([]string, len(ks))
+	if s.prefix == "" {
+		copy(out, ks)
+		return out
+	}
+	n := 0
+	for _, k := range ks {
+		n += len(s.prefix) + len(k)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range ks {
+		b.WriteString(s.prefix)
+		b.WriteString(k)
+	}
+	all, off := b.String(), 0
 	for i, k := range ks {
-		out[i] = s.key(k)
+		end := off + len(s.prefix) + len(k)
+		out[i], off = all[off:end], end
 	}
 	return out
 }
