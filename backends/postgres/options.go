@@ -35,7 +35,10 @@ type Options struct {
 	// Default "": everything from the environment.
 	DSN string `mapstructure:"dsn"`
 	// MaxConns bounds each pool: the driver's, and the separate pool that
-	// routes with durability async share. Default DefaultMaxConns().
+	// routes with durability async share. Default DefaultMaxConns(). It
+	// also sets when requests share statements (coalesce.go): single-key
+	// reads of a table past MaxConns in flight, plain SETs of a kv table
+	// past a quarter of it.
 	MaxConns int32 `mapstructure:"max_conns"`
 	// MinConns is how many connections each pool keeps open. Default 0.
 	MinConns int32 `mapstructure:"min_conns"`
