@@ -75,8 +75,13 @@ func TestTinyRun(t *testing.T) {
 func TestCacheAsideRace(t *testing.T) {
 	var stdout strings.Builder
 	results, err := Run(context.Background(), Options{
-		Rows: 50, Readers: 8, Writers: 8, UpdateRate: 0, Duration: 3 * time.Second,
-		Stacks: []string{StackPgcache, StackCacheAside}, FillDelay: 2 * time.Millisecond, OverheadDuration: -1,
+		// Few rows, many readers and a long delay: most keys have a fill
+		// in flight across their writes, so the race leaves stale entries
+		// even when a loaded machine slows everything (8 readers on 50
+		// rows with 2ms once ended with none in CI; this shape left 3–5
+		// with three copies of the test running at once under -race).
+		Rows: 25, Readers: 16, Writers: 8, UpdateRate: 0, Duration: 3 * time.Second,
+		Stacks: []string{StackPgcache, StackCacheAside}, FillDelay: 5 * time.Millisecond, OverheadDuration: -1,
 	}, &stdout)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
