@@ -75,7 +75,7 @@ func TestOpen(t *testing.T) {
 // caller with another parent gets its own, and a parent's cancellation
 // reaches the shared one.
 func TestBoundedSharesDeadline(t *testing.T) {
-	d := &Driver{timeout: time.Second}
+	d := &Driver{timeout: 10 * time.Second}
 	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, b := d.bounded(parent), d.bounded(parent)
@@ -83,7 +83,7 @@ func TestBoundedSharesDeadline(t *testing.T) {
 		t.Error("two calls in a row got different bounds")
 	}
 	dl, ok := a.Deadline()
-	if left := time.Until(dl); !ok || left > time.Second || left < 900*time.Millisecond {
+	if left := time.Until(dl); !ok || left > 10*time.Second || left < 9*time.Second {
 		t.Errorf("deadline %v away (set: %v), want between 0.9 and 1 timeout", left, ok)
 	}
 	soon, cancelSoon := context.WithTimeout(parent, 100*time.Millisecond)
@@ -97,7 +97,7 @@ func TestBoundedSharesDeadline(t *testing.T) {
 		t.Error("a caller with another parent shared its bound")
 	}
 	// The bound is replaced once less than 9/10 of the timeout is left.
-	d.bound.Store(&sharedBound{done: parent.Done(), ctx: a, at: time.Now().Add(800 * time.Millisecond)})
+	d.bound.Store(&sharedBound{done: parent.Done(), ctx: a, at: time.Now().Add(8 * time.Second)})
 	if d.bounded(parent) == a {
 		t.Error("a bound with under 9/10 of the timeout left was reused")
 	}
