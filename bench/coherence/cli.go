@@ -34,7 +34,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.Instances, "instances", 1, "pgcache instances sharing the database (readers and writers spread across them)")
 	fs.StringVar(&stacks, "stacks", strings.Join(Stacks, ","), "stacks to run, comma-separated")
 	fs.DurationVar(&o.FillDelay, "fill-delay", 0, "hold cache-aside readers this long between SELECT and SET (a demonstration of the late-fill race)")
-	fs.DurationVar(&o.OverheadDuration, "overhead-duration", DefaultOverheadDuration, "length of each write-overhead measurement; negative skips them")
+	fs.DurationVar(&o.OverheadDuration, "overhead-duration", DefaultOverheadDuration, "time each write-overhead variant runs, in 3 turns with the others (the median is reported); negative skips them")
 	fs.DurationVar(&o.SettleTimeout, "settle-timeout", DefaultSettleTimeout, "how long to wait for fences after the writers stop")
 	fs.StringVar(&o.PGDSN, "pg-dsn", "", "use this PostgreSQL (default: start a throwaway one)")
 	fs.StringVar(&o.ValkeyAddr, "valkey-addr", "", "use this Valkey/Redis (default: start a throwaway one)")

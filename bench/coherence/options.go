@@ -94,8 +94,8 @@ type Options struct {
 	// a demonstration of the late-fill race (valkey-cache-aside only).
 	FillDelay time.Duration
 
-	// OverheadDuration is the length of each write-overhead measurement;
-	// negative skips them.
+	// OverheadDuration is how long each write-overhead variant runs in
+	// all, in overheadRounds turns with the others; negative skips them.
 	OverheadDuration time.Duration
 	// SettleTimeout bounds the wait for fences after the writers stop.
 	SettleTimeout time.Duration

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -152,6 +153,10 @@ func (r *run) stackRecord(stack string, sr *stackResult) Result {
 // measurements run (seeds/001: 1 and 16).
 const overheadWriters = 16
 
+// overheadRounds is how many times each write-overhead variant runs, in
+// turns; it reports the median.
+const overheadRounds = 3
+
 // overhead measures UPDATE/s with 1 and 16 writers on a plain table, on
 // the fenced table (with a relay draining its fence log, as in production)
 // and on the plain table followed by a Valkey DEL.
@@ -181,23 +186,40 @@ func (r *run) overhead(ctx context.Context, stdout io.Writer) ([]Result, error) 
 	}
 	var out []Result
 	for _, writers := range []int{1, overheadWriters} {
-		for _, v := range variants {
-			fmt.Fprintf(stdout, "== write overhead: %s, %d writers, %v\n", v.name, writers, r.o.OverheadDuration)
-			o := *r.o
-			o.Readers, o.Writers, o.UpdateRate, o.Duration = 0, writers, 0, r.o.OverheadDuration
-			l := runLoad(ctx, &o, nil, v.write, r.o.Progress, "overhead "+v.name)
-			res := Result{
-				Kind: "write_overhead", Variant: v.name, Writers: writers, Rows: r.o.Rows, AsyncCommit: r.o.AsyncCommit,
-				UpdatesPerS: float64(l.updates) / l.elapsed.Seconds(), Updates: l.updates,
-				WriteErrors: l.writeErrs, DurationS: l.elapsed.Seconds(),
+		// The variants take turns, overheadRounds times, in an order
+		// rotated each round, and each reports its median: a noisy
+		// machine slows them alike, where one run after another measured
+		// its noise (1 writer "fenced +44%").
+		runs := make([][]*loadResult, len(variants))
+		for round := range overheadRounds {
+			for j := range variants {
+				i := (j + round) % len(variants)
+				v := variants[i]
+				fmt.Fprintf(stdout, "== write overhead: %s, %d writers, %v (round %d of %d)\n",
+					v.name, writers, r.o.OverheadDuration/overheadRounds, round+1, overheadRounds)
+				o := *r.o
+				o.Readers, o.Writers, o.UpdateRate, o.Duration = 0, writers, 0, r.o.OverheadDuration/overheadRounds
+				runs[i] = append(runs[i], runLoad(ctx, &o, nil, v.write, r.o.Progress, "overhead "+v.name))
+				if ctx.Err() != nil {
+					return out, ctx.Err()
+				}
 			}
-			if l.firstErr != nil {
-				res.FirstError = l.firstErr.Error()
+		}
+		for i, v := range variants {
+			res := Result{Kind: "write_overhead", Variant: v.name, Writers: writers, Rows: r.o.Rows, AsyncCommit: r.o.AsyncCommit}
+			rates := make([]float64, 0, len(runs[i]))
+			for _, l := range runs[i] {
+				rates = append(rates, float64(l.updates)/l.elapsed.Seconds())
+				res.Updates += l.updates
+				res.WriteErrors += l.writeErrs
+				res.DurationS += l.elapsed.Seconds()
+				if l.firstErr != nil && res.FirstError == "" {
+					res.FirstError = l.firstErr.Error()
+				}
 			}
+			slices.Sort(rates)
+			res.UpdatesPerS = rates[len(rates)/2]
 			out = append(out, res)
-			if ctx.Err() != nil {
-				return out, ctx.Err()
-			}
 		}
 	}
 	return out, nil
