@@ -101,18 +101,13 @@ func (r *runner) startPgcache(ctx context.Context, e *Engine, tag string) (insta
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, err
 	}
-	var inst instance.Instance
+	var child *instance.ChildSpec
 	if r.o.Server == ServerChild {
-		inst, err = instance.StartChild(instance.ChildSpec{Executable: r.o.Executable, Procs: r.o.ServerProcs,
-			MemLimit: r.o.ServerMemLimit, Config: cfgPath, Log: logPath, Listen: listen})
-	} else {
-		inst, err = instance.StartInProcess(ctx, cfg, logPath)
+		child = &instance.ChildSpec{Executable: r.o.Executable, Procs: r.o.ServerProcs,
+			MemLimit: r.o.ServerMemLimit, Config: cfgPath, Log: logPath, Listen: listen}
 	}
+	inst, err := instance.Start(ctx, child, cfg, logPath)
 	if err != nil {
-		return nil, classify(e, err)
-	}
-	if err := instance.WaitReady(ctx, inst); err != nil {
-		inst.Stop()
 		return nil, classify(e, err)
 	}
 	return inst, nil

@@ -77,18 +77,13 @@ func (r *run) startInstance(ctx context.Context, dir string, i int) (instance.In
 	if err != nil {
 		return nil, fmt.Errorf("pgcache config %s: %w", cfgPath, err)
 	}
-	var inst instance.Instance
+	var child *instance.ChildSpec
 	if r.o.Server == ServerChild {
-		inst, err = instance.StartChild(instance.ChildSpec{Executable: r.o.Executable, Procs: r.o.ServerProcs,
-			MemLimit: r.o.ServerMemLimit, Config: cfgPath, Log: logPath, Listen: listen})
-	} else {
-		inst, err = instance.StartInProcess(ctx, cfg, logPath)
+		child = &instance.ChildSpec{Executable: r.o.Executable, Procs: r.o.ServerProcs,
+			MemLimit: r.o.ServerMemLimit, Config: cfgPath, Log: logPath, Listen: listen}
 	}
+	inst, err := instance.Start(ctx, child, cfg, logPath)
 	if err != nil {
-		return nil, fmt.Errorf("pgcache instance %d: %w", i, err)
-	}
-	if err := instance.WaitReady(ctx, inst); err != nil {
-		inst.Stop()
 		return nil, fmt.Errorf("pgcache instance %d: %w", i, err)
 	}
 	return inst, nil

@@ -214,6 +214,27 @@ func (p *InProcess) Stop() error {
 	return err
 }
 
+// Start runs cfg as a child process when child is not nil (its Config and
+// Log name cfg's file and the log), else in this process logging to
+// logPath, and waits until /readyz says it serves.
+func Start(ctx context.Context, child *ChildSpec, cfg *conf.Config, logPath string) (Instance, error) {
+	var inst Instance
+	var err error
+	if child != nil {
+		inst, err = StartChild(*child)
+	} else {
+		inst, err = StartInProcess(ctx, cfg, logPath)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := WaitReady(ctx, inst); err != nil {
+		inst.Stop()
+		return nil, err
+	}
+	return inst, nil
+}
+
 // WaitReady polls the admin API's /readyz until it answers 200 (every
 // backend serves, every L1 is online), at most StartTimeout. A child that
 // exits meanwhile is reported at once.
