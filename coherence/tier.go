@@ -12,6 +12,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/coarse"
 )
 
 // L1 is the options of an in-process tier in front of a fenced backend.
@@ -51,6 +52,7 @@ type Tier struct {
 	table   *Table
 	ttl     time.Duration
 	cache   *otter.Cache[string, entry]
+	clock   *otter.CoarseClock // otter's, see package coarse
 
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -97,6 +99,7 @@ func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
 		table:   f.Table(fenced.FenceTable()),
 		ttl:     opts.TTL,
 		flights: map[string]*flight{},
+		clock:   coarse.NewClock(),
 	}
 	t.expiry, _ = b.(backends.ExpiryReader)
 	t.cache = otter.Must(&otter.Options[string, entry]{
@@ -105,12 +108,8 @@ func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
 			return uint32(min(uint64(len(k)+len(e.val)+entryOverhead), math.MaxUint32))
 		},
 		// otter frees expired entries; hits check the deadline themselves.
-		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, entry]) time.Duration {
-			if e.Value.exp == 0 {
-				return time.Duration(math.MaxInt64)
-			}
-			return max(time.Duration(e.Value.exp-time.Now().UnixNano()), 0)
-		}),
+		ExpiryCalculator: coarse.Expiry(func(e entry) int64 { return e.exp }),
+		Clock:            t.clock,
 	})
 	return t, nil
 }
@@ -389,6 +388,7 @@ func (t *Tier) Close() error {
 	t.closed.Store(true)
 	t.cache.InvalidateAll()
 	t.cache.StopAllGoroutines()
+	t.clock.Stop()
 	return t.b.Close()
 }
 

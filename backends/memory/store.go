@@ -58,7 +58,7 @@ func clone(v []byte) []byte {
 // Get returns the value of a live key.
 func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
 	it, ok := s.c.GetIfPresent(s.k(k))
-	if !ok || !it.live(now()) {
+	if !ok || !it.alive() {
 		return nil, false, nil
 	}
 	return it.val, true, nil
@@ -66,9 +66,12 @@ func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
 
 // MGet appends the value of each key, or nil, to dst.
 func (s *Store) MGet(_ context.Context, keys []string, dst [][]byte) ([][]byte, error) {
-	n := now()
+	var n int64 // the clock, read once the first item with a deadline is found
 	for _, k := range keys {
 		it, ok := s.c.GetIfPresent(s.k(k))
+		if ok && it.exp != 0 && n == 0 {
+			n = now()
+		}
 		if !ok || !it.live(n) {
 			dst = append(dst, nil)
 			continue

@@ -96,10 +96,10 @@ func TestBoundedSharesDeadline(t *testing.T) {
 	if c := d.bounded(other); c == a || c.Done() == a.Done() {
 		t.Error("a caller with another parent shared its bound")
 	}
-	// The bound is replaced once less than 9/10 of the timeout is left.
-	d.bound.Store(&sharedBound{done: parent.Done(), ctx: a, at: time.Now().Add(8 * time.Second)})
+	// The bound is replaced once it is stale.
+	d.bound.Load().stale.Store(true)
 	if d.bounded(parent) == a {
-		t.Error("a bound with under 9/10 of the timeout left was reused")
+		t.Error("a stale bound was reused")
 	}
 	cur := d.bounded(parent)
 	cancel()
@@ -107,5 +107,20 @@ func TestBoundedSharesDeadline(t *testing.T) {
 	case <-cur.Done():
 	case <-time.After(time.Second):
 		t.Error("cancelling the parent did not end the shared bound")
+	}
+}
+
+// A tenth of the timeout after a bound is made, its timer marks it stale.
+func TestBoundGoesStale(t *testing.T) {
+	d := &Driver{timeout: 50 * time.Millisecond}
+	first := d.bounded(context.Background())
+	for end := time.Now().Add(10 * time.Second); d.bounded(context.Background()) == first; {
+		if time.Now().After(end) {
+			t.Fatal("the first bound was still handed out 10 s later")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if dl, ok := first.Deadline(); !ok || dl.IsZero() {
+		t.Error("the shared bound has no deadline")
 	}
 }
