@@ -83,16 +83,19 @@ func (s *Store) MGet(_ context.Context, keys []string, dst [][]byte) ([][]byte, 
 
 // Set stores val as opts says.
 func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
-	n := now()
 	if opts.Cond == backends.SetAlways && !opts.Get && opts.TTL.Mode != backends.TTLKeep {
-		exp := deadline(opts.TTL, 0, n)
-		if exp != 0 && exp <= n {
-			s.c.Invalidate(s.k(k)) // a deadline already past: stored, and gone at once
-			return backends.SetResult{Stored: true}, nil
+		var exp int64
+		if opts.TTL.Mode != backends.TTLNone {
+			n := now()
+			if exp = deadline(opts.TTL, 0, n); exp <= n {
+				s.c.Invalidate(s.k(k)) // a deadline already past: stored, and gone at once
+				return backends.SetResult{Stored: true}, nil
+			}
 		}
 		s.c.Set(s.owned(k), item{val: clone(val), exp: exp})
 		return backends.SetResult{Stored: true}, nil
 	}
+	n := now()
 	var res backends.SetResult
 	s.c.Compute(s.owned(k), func(old item, found bool) (item, otter.ComputeOp) {
 		live := found && old.live(n)

@@ -12,6 +12,13 @@ import (
 
 // Get returns the value of key, from the client cache when it is on.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	if s.d.cache != nil {
+		var buf [keyBuf]byte
+		if m, ok := s.d.cache.hit(s.lookupKey(buf[:], key), time.Now().UnixMilli()); ok {
+			s.d.stats.cached(true)
+			return s.message(ctx, "get", &m)
+		}
+	}
 	cctx, done, c, err := s.d.begin(ctx, "get")
 	if err != nil {
 		return nil, false, err
@@ -34,6 +41,11 @@ func (s *Store) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte
 	if len(keys) == 0 {
 		return dst, nil
 	}
+	if s.d.cache != nil {
+		if out, ok := s.mgetHits(keys, dst); ok {
+			return out, nil
+		}
+	}
 	cctx, done, c, err := s.d.begin(ctx, "mget")
 	if err != nil {
 		return dst, err
@@ -49,6 +61,31 @@ func (s *Store) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte
 	}
 	msgs, err := s.mget(cctx, c, ks)
 	return s.appendValues(ctx, dst, msgs, err)
+}
+
+// mgetHits appends the values of keys if every one is a client-cache hit
+// (see clientCache.hit); otherwise it appends nothing, and the keys are
+// read as one MGET.
+func (s *Store) mgetHits(keys []string, dst [][]byte) ([][]byte, bool) {
+	var buf [keyBuf]byte
+	ms := time.Now().UnixMilli()
+	n := len(dst)
+	for _, k := range keys {
+		m, ok := s.d.cache.hit(s.lookupKey(buf[:], k), ms)
+		if !ok {
+			return dst[:n], false
+		}
+		v, present, err := bytesOf(&m)
+		if err != nil {
+			return dst[:n], false
+		}
+		if !present {
+			v = nil
+		}
+		dst = append(dst, v)
+	}
+	s.d.stats.hits.Add(int64(len(keys)))
+	return dst, true
 }
 
 // mgetCached reads keys through the client cache: one MGET of the missing

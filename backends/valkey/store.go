@@ -35,6 +35,20 @@ func (s *Store) key(k string) string {
 	return s.prefix + k
 }
 
+// keyBuf is the size of the stack buffer lookupKey names a key in.
+const keyBuf = 128
+
+// lookupKey is key as the server stores it, for a lookup that keeps
+// nothing: with a prefix, named in buf when it fits (no allocation).
+func (s *Store) lookupKey(buf []byte, k string) string {
+	if s.prefix == "" || len(s.prefix)+len(k) > len(buf) {
+		return s.key(k)
+	}
+	n := copy(buf, s.prefix)
+	n += copy(buf[n:], k)
+	return unsafe.String(&buf[0], n)
+}
+
 // keys names ks as the server stores them. With a prefix the names share
 // one allocation; whatever keeps one (the client cache) copies it.
 func (s *Store) keys(ks []string) []string {
@@ -83,7 +97,12 @@ func (s *Store) value(ctx context.Context, op string, res valkey.ValkeyResult) (
 		}
 		return nil, false, s.d.fail(ctx, op, err)
 	}
-	v, ok, err := bytesOf(&m)
+	return s.message(ctx, op, &m)
+}
+
+// message is value for a reply already in hand.
+func (s *Store) message(ctx context.Context, op string, m *valkey.ValkeyMessage) ([]byte, bool, error) {
+	v, ok, err := bytesOf(m)
 	if err != nil {
 		return nil, false, s.d.fail(ctx, op, err)
 	}
