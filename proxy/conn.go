@@ -26,6 +26,7 @@ const (
 var (
 	errOutputLimit = errors.New("output buffer limit reached")
 	errShutdown    = errors.New("server shutting down")
+	errDone        = errors.New("connection done") // ends it without a log line
 )
 
 // conn is one client. Its goroutine runs serve: read what has arrived,
@@ -96,43 +97,65 @@ func (c *conn) serve() {
 		}
 	}()
 	c.init()
+	c.logClose(c.run())
+}
+
+// runConn serves the client through net.Conn: read what has arrived, serve
+// it, and again. A read that finds nothing waits for more.
+func (c *conn) runConn() error {
 	for {
 		if err := c.read(); err != nil {
-			c.logClose(err)
-			return
+			return err
 		}
-		// Limits are taken per batch, so a reload reaches every client.
-		c.rd.limits = readerLimits(c.s.config())
-		c.rd.maxBulk = c.s.maxBulk()
-		c.rd.unauth = c.mustAuth()
-		c.batch()
-		if c.failed != nil {
-			c.logClose(c.failed)
-			return
+		if err := c.serveBatch(); err != nil {
+			return err
 		}
-		if err := c.flush(); err != nil {
-			c.logClose(err)
-			return
-		}
-		if c.quit || c.s.closing.Load() {
-			return
-		}
-		c.rd.shrink()
 	}
 }
 
-// read waits for more of the client's requests.
-func (c *conn) read() error {
+// serveBatch runs the requests one read brought and writes their replies.
+// It returns errDone when the connection is to end quietly (QUIT, a
+// protocol error already answered, shutdown).
+func (c *conn) serveBatch() error {
+	// Limits are taken per batch, so a reload reaches every client.
+	c.rd.limits = readerLimits(c.s.config())
+	c.rd.maxBulk = c.s.maxBulk()
+	c.rd.unauth = c.mustAuth()
+	c.batch()
+	if c.failed != nil {
+		return c.failed
+	}
+	if err := c.flush(); err != nil {
+		return err
+	}
+	if c.quit || c.s.closing.Load() {
+		return errDone
+	}
+	c.rd.shrink()
+	return nil
+}
+
+// ready is called before waiting for the client's next requests: it
+// starts the idle timeout and says whether the server is shutting down.
+// closing is checked after the deadline is set: Shutdown sets closing and
+// then moves every deadline to the past, so either this sees closing or
+// the wait that follows sees Shutdown's deadline, never neither.
+func (c *conn) ready() error {
 	if d := c.s.config().IdleTimeout; d > 0 {
 		if err := c.nc.SetReadDeadline(time.Now().Add(d)); err != nil {
 			return err
 		}
 	}
-	// Checked after setting the deadline: Shutdown sets closing and then
-	// moves every deadline to the past, so either this sees closing or the
-	// Read below sees Shutdown's deadline, never neither.
 	if c.s.closing.Load() {
 		return errShutdown
+	}
+	return nil
+}
+
+// read waits for more of the client's requests.
+func (c *conn) read() error {
+	if err := c.ready(); err != nil {
+		return err
 	}
 	n, err := c.rd.fill(c.nc)
 	if n > 0 {
@@ -322,7 +345,8 @@ func (c *conn) writeWaiting(p []byte) (int, error) {
 // is routine.
 func (c *conn) logClose(err error) {
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errShutdown):
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errShutdown),
+		errors.Is(err, errDone):
 		return
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		if c.s.closing.Load() {

@@ -12,3 +12,5 @@ func (c *conn) initRaw() {}
 func (c *conn) writeNow(p []byte) (int, error) { return c.writeWaiting(p) }
 
 func (c *conn) nonBlocking() bool { return false }
+
+func (c *conn) run() error { return c.runConn() }

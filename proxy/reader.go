@@ -99,10 +99,17 @@ func newReader(l limits) *reader {
 	return &reader{buf: make([]byte, readBufSize), bulk: -1, limits: l}
 }
 
-// fill reads once from src into the buffer, first making room: it moves
-// the unparsed bytes to the front when little room is left at the end, and
-// grows the buffer when they fill it.
+// fill reads once from src into the buffer, after makeRoom.
 func (rd *reader) fill(src io.Reader) (int, error) {
+	rd.makeRoom()
+	n, err := src.Read(rd.buf[rd.w:])
+	rd.w += n
+	return n, err
+}
+
+// makeRoom readies the buffer for a read: it moves a partial request to
+// the front when little room is left behind it, and grows a full buffer.
+func (rd *reader) makeRoom() {
 	if rd.r == rd.w {
 		rd.r, rd.w = 0, 0
 	}
@@ -113,9 +120,6 @@ func (rd *reader) fill(src io.Reader) (int, error) {
 	if rd.w == len(rd.buf) {
 		rd.grow()
 	}
-	n, err := src.Read(rd.buf[rd.w:])
-	rd.w += n
-	return n, err
 }
 
 // grow enlarges a full buffer. It doubles it, but never past what the
