@@ -163,6 +163,18 @@ func (c *rawClient) reply() string {
 	return b.String()
 }
 
+// try sends a request and reads its reply, returning an error rather
+// than failing the test: for use off the test's goroutine.
+func (c *rawClient) try(raw string) (string, error) {
+	c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c.nc, raw); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	err := readReply(c.br, &b)
+	return b.String(), err
+}
+
 // closed reports whether the server closes the connection: reading,
 // past any replies still coming, ends in EOF or a reset rather than a
 // timeout.
