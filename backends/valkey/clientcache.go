@@ -130,11 +130,8 @@ func (c *clientCache) publish() {
 func (c *clientCache) hit(key string, ms int64) (valkey.ValkeyMessage, bool) {
 	if live := c.live.Load(); live != nil {
 		for _, s := range *live {
-			if v, ok := s.stored.Load(key); ok {
-				if e := v.(*entry); e.cmd == cmdGet && ms < e.xat {
-					e.touch()
-					return e.val, true
-				}
+			if e := s.fresh(key, cmdGet, ms); e != nil {
+				return e.val, true
 			}
 		}
 	}
@@ -264,16 +261,27 @@ func (refetchEntry) Wait(context.Context) (valkey.ValkeyMessage, error) {
 
 var refetch valkey.CacheEntry = refetchEntry{}
 
+// fresh returns the stored entry of key for cmd, marked as hit, if ms
+// (unix ms) is before its deadline; it takes no lock (see shard.stored).
+func (s *shard) fresh(key, cmd string, ms int64) *entry {
+	v, ok := s.stored.Load(key)
+	if !ok {
+		return nil
+	}
+	if e := v.(*entry); e.cmd == cmd && ms < e.xat {
+		e.touch()
+		return e
+	}
+	return nil
+}
+
 // Flight answers a cached read: a hit (the message), a fill to join (the
 // entry), or a miss (neither), in which case valkey-go sends the read and
 // calls Update or Cancel.
 func (s *shard) Flight(key, cmd string, ttl time.Duration, now time.Time) (valkey.ValkeyMessage, valkey.CacheEntry) {
 	ms := now.UnixMilli()
-	if v, ok := s.stored.Load(key); ok {
-		if e := v.(*entry); e.cmd == cmd && ms < e.xat {
-			e.touch()
-			return e.val, nil
-		}
+	if e := s.fresh(key, cmd, ms); e != nil {
+		return e.val, nil
 	}
 
 	s.mu.Lock()
