@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,4 +82,61 @@ func TestRequestInPieces(t *testing.T) {
 	if got := c.do("GET", "pieces"); got != "$5000\r\n"+strings.Repeat("p", 5000)+"\r\n" {
 		t.Fatalf("GET after the SET in pieces = %.40q…", got)
 	}
+}
+
+// A client that writes part of a request and closes before the server's
+// loop begins: its data and its end of stream arrived, and woke the poller,
+// before the loop's first read. The server must still see the end and
+// close, not wait for a wake-up that came before it began.
+func TestEndBeforeFirstRead(t *testing.T) {
+	ts := startServer(t, Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl := &gatedListener{Listener: ln, gate: make(chan struct{})}
+	served := make(chan error, 1)
+	go func() { served <- ts.Serve(gl) }()
+
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := io.WriteString(nc, "*3\r\n$3\r\nSET\r\n$1\r\nx"); err != nil {
+		t.Fatal(err)
+	}
+	nc.(*net.TCPConn).CloseWrite()
+	time.Sleep(50 * time.Millisecond) // the bytes and the FIN reach the server's socket
+	gl.gate <- struct{}{}             // only now does the server start serving it
+
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rest, err := io.ReadAll(nc)
+	if err != nil || len(rest) > 0 {
+		t.Errorf("after a truncated request and EOF: %q, %v; want a close and nothing", rest, err)
+	}
+	if got := dial(t, ts.addr).do("EXISTS", "x"); got != ":0\r\n" {
+		t.Errorf("EXISTS x = %q: the truncated SET ran", got)
+	}
+	close(gl.gate)
+	ts.stop(t)
+	if err := <-served; err != nil {
+		t.Errorf("Serve on the gated listener: %v", err)
+	}
+}
+
+// gatedListener hands each accepted connection over only when gate
+// yields: the connection exists (and is watched by the poller) before
+// the server starts serving it.
+type gatedListener struct {
+	net.Listener
+	gate chan struct{}
+}
+
+func (l *gatedListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err == nil {
+		<-l.gate
+	}
+	return nc, err
 }

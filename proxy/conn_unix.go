@@ -89,14 +89,24 @@ func (c *conn) run() error {
 // (drained: the socket's queue was empty when it ran, and whatever arrives
 // later will wake us) lets us wait at once; a read that filled the buffer
 // reads again first.
+//
+// Except after the very first read: readiness that came before the call
+// is forgotten, and a read takes every byte queued but not the end of
+// stream queued behind them. A client that wrote a request and closed
+// before the loop began would leave us waiting for a wake-up that already
+// came; the first read is therefore followed by another (one EAGAIN per
+// connection, not per request).
 func (c *conn) runFD() error {
 	if err := c.ready(); err != nil {
 		return err
 	}
 	var end error
+	first := true
 	err := c.raw.Read(func(fd uintptr) bool {
 		for {
 			n, drained, err := c.rd.fillFD(int(fd))
+			drained = drained && !first
+			first = false
 			switch {
 			case err == syscall.EINTR:
 				continue
