@@ -11,6 +11,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/sampled"
 )
 
 // Store is one route's cache of a memory driver.
@@ -55,9 +56,12 @@ func clone(v []byte) []byte {
 	return bytes.Clone(v)
 }
 
+// get looks k up; otter's policy hears of one read in sampled.Rate.
+func (s *Store) get(k string) (item, bool) { return sampled.Get(s.c, k) }
+
 // Get returns the value of a live key.
 func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
-	it, ok := s.c.GetIfPresent(s.k(k))
+	it, ok := s.get(s.k(k))
 	if !ok || !it.alive() {
 		return nil, false, nil
 	}
@@ -68,7 +72,7 @@ func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
 func (s *Store) MGet(_ context.Context, keys []string, dst [][]byte) ([][]byte, error) {
 	var n int64 // the clock, read once the first item with a deadline is found
 	for _, k := range keys {
-		it, ok := s.c.GetIfPresent(s.k(k))
+		it, ok := s.get(s.k(k))
 		if ok && it.exp != 0 && n == 0 {
 			n = now()
 		}
