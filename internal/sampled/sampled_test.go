@@ -12,7 +12,7 @@ import (
 // a Zipf skew: the policy must still keep the hot keys when it hears of
 // one read in Rate. Both caches see the same key sequence.
 func TestHitRatio(t *testing.T) {
-	const keys, capacity, reads = 100_000, 2_000, 1_000_000
+	const keys, capacity, reads = 100_000, 2_000, 400_000
 	newCache := func() *otter.Cache[string, []byte] {
 		return otter.Must(&otter.Options[string, []byte]{
 			MaximumSize: capacity,
