@@ -10,7 +10,7 @@ ARGS    ?=
 # pg_ctl, pgbench) and Redis 7 standing in for Valkey, which bookworm lacks.
 TEST_PACKAGES := postgresql redis-server redis-tools
 
-.PHONY: all build run test test-faults test-deps lint fmt vet bench clean quick medium long gen-targets proto-gen
+.PHONY: all build run test test-faults test-deps test-packages pgext-install lint fmt vet bench clean quick medium long gen-targets proto-gen
 
 all: build
 
@@ -42,7 +42,9 @@ test-faults: test-deps
 		$(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./$${f%%:*}/; \
 	done
 
-test-deps:
+test-deps: test-packages pgext-install
+
+test-packages:
 	@missing=""; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v redis-server >/dev/null 2>&1 || command -v valkey-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
@@ -54,6 +56,23 @@ test-deps:
 		if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# pgext-install: the C fence trigger (pgext/, the pgcache_fence extension)
+# built against the newest PostgreSQL under /usr/lib/postgresql and
+# installed into it (its headers: postgresql-server-dev-<major>). On a
+# database server, run it there; pgcache attach then uses it.
+PG_MAJOR = $(shell ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1)
+pgext-install:
+	@test -n "$(PG_MAJOR)" || { echo "pgext-install: no PostgreSQL under /usr/lib/postgresql: apt-get install postgresql"; exit 1; }
+	@if [ ! -f /usr/include/postgresql/$(PG_MAJOR)/server/postgres.h ]; then \
+		echo "installing: postgresql-server-dev-$(PG_MAJOR)"; \
+		if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends postgresql-server-dev-$(PG_MAJOR); \
+	fi
+	@if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
+	$(MAKE) -s -C pgext PG_CONFIG=/usr/lib/postgresql/$(PG_MAJOR)/bin/pg_config && \
+	$$SUDO $(MAKE) -s -C pgext PG_CONFIG=/usr/lib/postgresql/$(PG_MAJOR)/bin/pg_config install >/dev/null && \
+	$(MAKE) -s -C pgext PG_CONFIG=/usr/lib/postgresql/$(PG_MAJOR)/bin/pg_config clean
 
 lint: fmt vet
 

@@ -145,33 +145,151 @@ func keyExpr(row string, cols []string) string {
 // ErrNoPrimaryKey: a table without a primary key has no keys to fence.
 var ErrNoPrimaryKey = errors.New("table has no primary key")
 
-// Attach installs the fence functions and triggers on table
-// ("schema.table", or "table" in the search path). It is idempotent and
-// replaces a trigger set of an older version: triggers are replaced in one
-// transaction, so a concurrent writer never runs unfenced.
+// TriggerFunc names what a table's row triggers run.
+type TriggerFunc string
+
+const (
+	// TriggerC is pgcache.fence_row of the pgcache_fence extension
+	// (pgext/ in this repository): the log rows of the PL/pgSQL functions,
+	// byte for byte, without the interpreter and the INSERT's executor.
+	// It needs the extension's files on the database server (make
+	// pgext-install there) and a superuser to create it once.
+	TriggerC TriggerFunc = "c"
+	// TriggerPLpgSQL is the functions Attach writes for each table: they
+	// need nothing on the server, and cost writers about twice as much
+	// (docs/architecture.md, What the fence triggers cost writers).
+	TriggerPLpgSQL TriggerFunc = "plpgsql"
+	// TriggerAuto is TriggerC where the extension is installed or can be
+	// created, else TriggerPLpgSQL.
+	TriggerAuto TriggerFunc = ""
+)
+
+// Extension is the PostgreSQL extension of the C trigger.
+const Extension = "pgcache_fence"
+
+// errNoExtension explains how to get the C trigger.
+var errNoExtension = errors.New("the " + Extension + " extension is not available on the server: " +
+	"build and install it there (make pgext-install, which needs postgresql-server-dev), or attach with the plpgsql trigger")
+
+// Attach installs the fence triggers on table ("schema.table", or "table"
+// in the search path), with the C trigger where it can (TriggerAuto).
 func Attach(ctx context.Context, db Querier, table string) error {
+	_, err := AttachUsing(ctx, db, table, TriggerAuto)
+	return err
+}
+
+// AttachUsing installs the fence functions and triggers on table, running
+// want (TriggerAuto: the best available), and returns what they run. It
+// is idempotent and replaces a trigger set of an older version or of the
+// other function: triggers are replaced in one transaction, so a
+// concurrent writer never runs unfenced.
+func AttachUsing(ctx context.Context, db Querier, table string, want TriggerFunc) (TriggerFunc, error) {
 	schema, name, cols, err := primaryKey(ctx, db, table)
 	if err != nil {
-		return err
+		return "", err
 	}
 	qualified := pgx.Identifier{schema, name}.Sanitize()
 	fn := Schema + "." + functionPrefix(schema, name)
-	stmts := []string{setupSQL, strings.NewReplacer(
+	tbl := quoteLiteral(schema + "." + name)
+	tx, err := begin(ctx, db, setupSQL, strings.NewReplacer(
 		"{fn}", fn,
-		"{tbl}", quoteLiteral(schema+"."+name),
+		"{tbl}", tbl,
 		"{new}", keyExpr("NEW", cols),
 		"{old}", keyExpr("OLD", cols),
-	).Replace(fenceFunctions)}
+	).Replace(fenceFunctions))
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit
+	got, err := triggerFunc(ctx, tx, want)
+	if err != nil {
+		return "", err
+	}
+	cArgs := tbl
+	for _, c := range cols {
+		cArgs += ", " + quoteLiteral(c)
+	}
 	for _, tr := range triggers {
-		stmts = append(stmts,
+		call := fmt.Sprintf("%s_%s()", fn, tr.fn)
+		if got == TriggerC && tr.level == "ROW" {
+			call = fmt.Sprintf("%s.fence_row(%s)", Schema, cArgs)
+		}
+		for _, stmt := range []string{
 			fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s", tr.name, qualified),
-			fmt.Sprintf("CREATE TRIGGER %s AFTER %s ON %s FOR EACH %s EXECUTE FUNCTION %s_%s()",
-				tr.name, tr.event, qualified, tr.level, fn, tr.fn))
+			fmt.Sprintf("CREATE TRIGGER %s AFTER %s ON %s FOR EACH %s EXECUTE FUNCTION %s",
+				tr.name, tr.event, qualified, tr.level, call),
+		} {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return "", err
+			}
+		}
 	}
 	for _, suffix := range obsoleteFunctions {
-		stmts = append(stmts, fmt.Sprintf("DROP FUNCTION IF EXISTS %s_%s()", fn, suffix))
+		if _, err := tx.Exec(ctx, fmt.Sprintf("DROP FUNCTION IF EXISTS %s_%s()", fn, suffix)); err != nil {
+			return "", err
+		}
 	}
-	return inTx(ctx, db, stmts)
+	return got, tx.Commit(ctx)
+}
+
+// triggerFunc settles what the row triggers run: the C function when the
+// extension is installed, or available and this session may create it (a
+// savepoint keeps a refusal from ending the transaction), else PL/pgSQL.
+func triggerFunc(ctx context.Context, tx pgx.Tx, want TriggerFunc) (TriggerFunc, error) {
+	if want == TriggerPLpgSQL {
+		return TriggerPLpgSQL, nil
+	}
+	var available, installed bool
+	if err := tx.QueryRow(ctx, `SELECT count(*) > 0, coalesce(bool_or(installed_version IS NOT NULL), false)
+		FROM pg_available_extensions WHERE name = $1`, Extension).Scan(&available, &installed); err != nil {
+		return "", err
+	}
+	if installed {
+		return TriggerC, nil
+	}
+	if available {
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return "", err
+		}
+		_, err = sp.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+Extension+" SCHEMA "+Schema)
+		if err == nil {
+			return TriggerC, sp.Commit(ctx)
+		}
+		if rbErr := sp.Rollback(ctx); rbErr != nil {
+			return "", rbErr
+		}
+		if want == TriggerC {
+			return "", fmt.Errorf("create extension %s: %w", Extension, err)
+		}
+		return TriggerPLpgSQL, nil
+	}
+	if want == TriggerC {
+		return "", errNoExtension
+	}
+	return TriggerPLpgSQL, nil
+}
+
+// TriggerOf reports what the fence triggers on table run ("" when it has
+// none).
+func TriggerOf(ctx context.Context, db Querier, table string) (TriggerFunc, error) {
+	rows, err := db.Query(ctx, `
+		SELECT p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'c')
+		FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+		WHERE t.tgrelid = to_regclass($1) AND t.tgname = 'pgcache_fence_upd'`, table)
+	if err != nil {
+		return "", err
+	}
+	isC, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool])
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", err
+	case isC:
+		return TriggerC, nil
+	}
+	return TriggerPLpgSQL, nil
 }
 
 // Detach removes the triggers from table. Its functions and the log stay.
@@ -215,20 +333,29 @@ func Setup(ctx context.Context, db Querier) error {
 }
 
 func inTx(ctx context.Context, db Querier, stmts []string) error {
-	tx, err := db.Begin(ctx)
+	tx, err := begin(ctx, db, stmts...)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", ddlLockKey); err != nil {
-		return err
+	return tx.Commit(ctx)
+}
+
+// begin starts a transaction of pgcache's DDL, under the DDL lock, and
+// runs stmts in it.
+func begin(ctx context.Context, db Querier, stmts ...string) (pgx.Tx, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return nil, err
 	}
+	stmts = append([]string{fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", ddlLockKey)}, stmts...)
 	for _, s := range stmts {
 		if _, err := tx.Exec(ctx, s); err != nil {
-			return err
+			tx.Rollback(context.WithoutCancel(ctx))
+			return nil, err
 		}
 	}
-	return tx.Commit(ctx)
+	return tx, nil
 }
 
 // resolve finds a table's schema and name as the catalog spells them.

@@ -63,20 +63,32 @@ func fenced(t *testing.T, f *Fences, tok Token, table, key string) {
 	waitFor(t, fmt.Sprintf("fence for %s %s", table, key), func() bool { return !f.Valid(tok, tb, h) })
 }
 
+// TestAttachAndFences: every kind of write to an attached table fences its
+// keys, with either trigger function.
 func TestAttachAndFences(t *testing.T) {
+	for _, fn := range []TriggerFunc{TriggerC, TriggerPLpgSQL} {
+		t.Run(string(fn), func(t *testing.T) { testAttachAndFences(t, fn) })
+	}
+}
+
+func testAttachAndFences(t *testing.T, fn TriggerFunc) {
 	p := pg.Pool(t)
-	testenv.Exec(t, p, `CREATE TABLE kv_attach (key text COLLATE "C" PRIMARY KEY, value bytea NOT NULL, expires_at timestamptz NOT NULL)`)
-	testenv.Exec(t, p, `CREATE TABLE pairs (a int, b text, v text, PRIMARY KEY (a, b))`)
+	kv, pairs := "kv_attach_"+string(fn), "pairs_"+string(fn)
+	r := strings.NewReplacer("kv_attach", kv, "pairs", pairs)
+	testenv.Exec(t, p, r.Replace(`CREATE TABLE kv_attach (key text COLLATE "C" PRIMARY KEY, value bytea NOT NULL, expires_at timestamptz NOT NULL)`))
+	testenv.Exec(t, p, r.Replace(`CREATE TABLE pairs (a int, b text, v text, PRIMARY KEY (a, b))`))
 	ctx := context.Background()
-	for _, tbl := range []string{"kv_attach", "public.pairs"} {
-		if err := Attach(ctx, p, tbl); err != nil {
-			t.Fatalf("attach %s: %v", tbl, err)
-		}
-		if err := Attach(ctx, p, tbl); err != nil { // idempotent
-			t.Fatalf("second attach %s: %v", tbl, err)
+	for _, tbl := range []string{kv, "public." + pairs} {
+		for range 2 { // idempotent
+			if got, err := AttachUsing(ctx, p, tbl, fn); err != nil || got != fn {
+				t.Fatalf("attach %s with %s: got %q, %v", tbl, fn, got, err)
+			}
 		}
 		if ok, err := Attached(ctx, p, tbl); err != nil || !ok {
 			t.Fatalf("Attached(%s) = %v, %v", tbl, ok, err)
+		}
+		if got, err := TriggerOf(ctx, p, tbl); err != nil || got != fn {
+			t.Fatalf("TriggerOf(%s) = %q, %v; want %s", tbl, got, err, fn)
 		}
 	}
 	f := startCoordinator(t, p, CoordinatorOptions{}).Fences
@@ -95,14 +107,14 @@ func TestAttachAndFences(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := f.Token()
-			testenv.Exec(t, p, tc.sql)
-			fenced(t, f, tok, tc.table, tc.key)
+			testenv.Exec(t, p, r.Replace(tc.sql))
+			fenced(t, f, tok, r.Replace(tc.table), tc.key)
 		})
 	}
 	t.Run("truncate", func(t *testing.T) {
 		tok := f.Token()
-		testenv.Exec(t, p, `TRUNCATE kv_attach`)
-		fenced(t, f, tok, "public.kv_attach", "any key at all")
+		testenv.Exec(t, p, r.Replace(`TRUNCATE kv_attach`))
+		fenced(t, f, tok, "public."+kv, "any key at all")
 	})
 	t.Run("copy", func(t *testing.T) {
 		tok := f.Token()
@@ -111,36 +123,36 @@ func TestAttachAndFences(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Release()
-		if _, err := conn.Conn().CopyFrom(ctx, pgx.Identifier{"kv_attach"}, []string{"key", "value", "expires_at"},
+		if _, err := conn.Conn().CopyFrom(ctx, pgx.Identifier{kv}, []string{"key", "value", "expires_at"},
 			pgx.CopyFromRows([][]any{{"copied", []byte("v"), time.Now().Add(time.Hour)}})); err != nil {
 			t.Fatal(err)
 		}
-		fenced(t, f, tok, "public.kv_attach", "copied")
+		fenced(t, f, tok, "public."+kv, "copied")
 	})
 	t.Run("a statement's keys past one notification are split", func(t *testing.T) {
 		tok := f.Token()
-		testenv.Exec(t, p, `INSERT INTO kv_attach SELECT repeat('x', 100) || g, 'v', 'infinity' FROM generate_series(1, 500) g`)
+		testenv.Exec(t, p, r.Replace(`INSERT INTO kv_attach SELECT repeat('x', 100) || g, 'v', 'infinity' FROM generate_series(1, 500) g`))
 		for _, g := range []int{1, 250, 500} {
-			fenced(t, f, tok, "public.kv_attach", strings.Repeat("x", 100)+strconv.Itoa(g))
+			fenced(t, f, tok, "public."+kv, strings.Repeat("x", 100)+strconv.Itoa(g))
 		}
-		if !f.Valid(tok, f.Table("public.kv_attach"), f.Hash("public.kv_attach", "unrelated")) {
+		if !f.Valid(tok, f.Table("public."+kv), f.Hash("public."+kv, "unrelated")) {
 			t.Fatal("a table fence was published for keys that fit in notifications")
 		}
 	})
 	t.Run("a key too long for a notification fences its table", func(t *testing.T) {
 		tok := f.Token()
 		before := f.Stats.TableFences.Load()
-		testenv.Exec(t, p, `INSERT INTO kv_attach VALUES (repeat('y', 9000), 'v', 'infinity')`)
-		fenced(t, f, tok, "public.kv_attach", "unrelated")
+		testenv.Exec(t, p, r.Replace(`INSERT INTO kv_attach VALUES (repeat('y', 9000), 'v', 'infinity')`))
+		fenced(t, f, tok, "public."+kv, "unrelated")
 		if f.Stats.TableFences.Load() == before {
 			t.Fatal("no table fence recorded")
 		}
 	})
 	t.Run("detach", func(t *testing.T) {
-		if err := Detach(ctx, p, "kv_attach"); err != nil {
+		if err := Detach(ctx, p, kv); err != nil {
 			t.Fatal(err)
 		}
-		if ok, _ := Attached(ctx, p, "kv_attach"); ok {
+		if ok, _ := Attached(ctx, p, kv); ok {
 			t.Fatal("still attached")
 		}
 	})

@@ -130,7 +130,7 @@ func (r *Relay) session(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("drain: %w", err)
 		}
-		if n == 0 && !sleep(ctx, r.interval) {
+		if n < relayBatch && !sleep(ctx, r.interval) {
 			return ctx.Err()
 		}
 	}

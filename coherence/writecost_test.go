@@ -16,27 +16,37 @@ import (
 )
 
 // Write-cost measurement: pgbench runs of writeCostSeconds, writeCostRounds
-// pairs (per b.N) for each number of clients.
+// rounds (per b.N) of one run per table for each number of clients. Short
+// runs and many rounds: on a shared machine throughput drifts by a fifth
+// within a minute, and only runs side by side compare.
 const (
-	writeCostSeconds = 10
-	writeCostRounds  = 3
+	writeCostSeconds = 4
+	writeCostRounds  = 6
 )
 
+// The write-cost tables: no triggers, the C trigger, the PL/pgSQL one.
+var writeCostTables = []struct {
+	name string
+	fn   TriggerFunc
+}{{"wc_plain", ""}, {"wc_c", TriggerC}, {"wc_plpgsql", TriggerPLpgSQL}}
+
 // BenchmarkFenceWriteCost measures what the fence triggers cost writers:
-// pgbench UPDATEs by primary key on a plain table and on an attached one,
-// with 1 and 16 clients, while a relay drains the fence log as it does in
-// production (its work shares the machine with the writers). Run it alone:
+// pgbench UPDATEs by primary key on a plain table and on tables attached
+// with the C and the PL/pgSQL trigger, with 1 and 16 clients, while a
+// relay drains the fence log as it does in production (its work shares the
+// machine with the writers). Run it alone:
 //
 //	go test -run '^$' -bench FenceWriteCost -benchtime 1x -v ./coherence/
 //
-// Plain and fenced runs alternate, the order flipped every round, so that a
-// noisy machine slows both alike; what counts is the ratio within a round.
-// It reports the median updates/s of each table and the median, lowest and
-// highest per-round ratio fenced/plain, and logs every round.
+// The tables take turns, the order rotated every round, so that a noisy
+// machine slows all alike; what counts is the ratio within a round. It
+// reports the median updates/s of each table and the median, lowest and
+// highest per-round ratio to plain, and logs every round.
 func BenchmarkFenceWriteCost(b *testing.B) {
 	ctx := context.Background()
 	p := pg.Pool(b)
-	for _, tbl := range []string{"wc_plain", "wc_fenced"} {
+	for _, wt := range writeCostTables {
+		tbl := wt.name
 		if _, err := p.Exec(ctx, fmt.Sprintf(`DROP TABLE IF EXISTS %[1]s;
 			CREATE TABLE %[1]s (id int PRIMARY KEY, v int NOT NULL, pad text NOT NULL) WITH (fillfactor = 70);
 			INSERT INTO %[1]s SELECT g, 0, repeat('x', 100) FROM generate_series(1, 60000) g`, tbl)); err != nil {
@@ -45,9 +55,11 @@ func BenchmarkFenceWriteCost(b *testing.B) {
 		if _, err := p.Exec(ctx, "VACUUM ANALYZE "+tbl); err != nil {
 			b.Fatal(err)
 		}
-	}
-	if err := Attach(ctx, p, "wc_fenced"); err != nil {
-		b.Fatal(err)
+		if wt.fn != "" {
+			if _, err := AttachUsing(ctx, p, tbl, wt.fn); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	cfg, err := pgx.ParseConfig(pg.DSN())
 	if err != nil {
@@ -62,7 +74,8 @@ func BenchmarkFenceWriteCost(b *testing.B) {
 	dir := b.TempDir()
 	os.Chmod(dir, 0o755)
 	scripts := map[string]string{}
-	for _, tbl := range []string{"wc_plain", "wc_fenced"} {
+	for _, wt := range writeCostTables {
+		tbl := wt.name
 		scripts[tbl] = filepath.Join(dir, tbl+".sql")
 		os.WriteFile(scripts[tbl], []byte(fmt.Sprintf("\\set id random(1, 60000)\nUPDATE %s SET v = v + 1 WHERE id = :id;\n", tbl)), 0o644)
 	}
@@ -92,26 +105,36 @@ func BenchmarkFenceWriteCost(b *testing.B) {
 		return tps
 	}
 	for _, clients := range []int{1, 16} {
-		var plain, fenced, ratio []float64
+		tps := map[string][]float64{}
+		ratio := map[string][]float64{}
 		for round := range writeCostRounds * b.N {
-			order := []string{"wc_plain", "wc_fenced"}
-			if round%2 == 1 {
-				slices.Reverse(order)
+			line := fmt.Sprintf("c%d round %d:", clients, round+1)
+			this := map[string]float64{}
+			for i := range writeCostTables {
+				tbl := writeCostTables[(i+round)%len(writeCostTables)].name
+				this[tbl] = run(tbl, clients)
+				tps[tbl] = append(tps[tbl], this[tbl])
+				line += fmt.Sprintf(" %s %.0f", tbl, this[tbl])
 			}
-			tps := map[string]float64{}
-			for _, tbl := range order {
-				tps[tbl] = run(tbl, clients)
+			for _, wt := range writeCostTables[1:] {
+				r := this[wt.name] / this["wc_plain"]
+				ratio[wt.name] = append(ratio[wt.name], r)
+				line += fmt.Sprintf(", %s/plain %.3f", wt.fn, r)
 			}
-			plain, fenced = append(plain, tps["wc_plain"]), append(fenced, tps["wc_fenced"])
-			ratio = append(ratio, tps["wc_fenced"]/tps["wc_plain"])
-			b.Logf("c%d round %d: plain %.0f, fenced %.0f updates/s: fenced/plain %.3f",
-				clients, round+1, tps["wc_plain"], tps["wc_fenced"], ratio[len(ratio)-1])
+			b.Log(line)
 		}
-		b.ReportMetric(median(plain), fmt.Sprintf("plain-upd/s-c%d", clients))
-		b.ReportMetric(median(fenced), fmt.Sprintf("fenced-upd/s-c%d", clients))
-		b.ReportMetric(median(ratio), fmt.Sprintf("fenced/plain-c%d", clients))
-		b.ReportMetric(slices.Min(ratio), fmt.Sprintf("fenced/plain-min-c%d", clients))
-		b.ReportMetric(slices.Max(ratio), fmt.Sprintf("fenced/plain-max-c%d", clients))
+		for _, wt := range writeCostTables {
+			label := string(wt.fn)
+			if label == "" {
+				label = "plain"
+			}
+			b.ReportMetric(median(tps[wt.name]), fmt.Sprintf("%s-upd/s-c%d", label, clients))
+			if wt.fn != "" {
+				b.ReportMetric(median(ratio[wt.name]), fmt.Sprintf("%s/plain-c%d", label, clients))
+				b.ReportMetric(slices.Min(ratio[wt.name]), fmt.Sprintf("%s/plain-min-c%d", label, clients))
+				b.ReportMetric(slices.Max(ratio[wt.name]), fmt.Sprintf("%s/plain-max-c%d", label, clients))
+			}
+		}
 	}
 	b.Logf("relay: %d rows in %d drains, %d notifications", relay.Stats.Rows.Load(), relay.Stats.Drains.Load(), relay.Stats.Notifications.Load())
 }

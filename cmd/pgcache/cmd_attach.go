@@ -31,8 +31,23 @@ func cmdAttach(name string, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags(stderr)
 	dsn := fs.String("dsn", "", "PostgreSQL connection string (default: the PG* environment variables)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var trigger *string
+	if name == "attach" {
+		trigger = fs.String("trigger", "auto", "what the row triggers run: c (the pgcache_fence extension), plpgsql, or auto (c where available)")
+	}
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
+	}
+	want := coherence.TriggerAuto
+	if trigger != nil {
+		switch *trigger {
+		case "auto":
+		case string(coherence.TriggerC), string(coherence.TriggerPLpgSQL):
+			want = coherence.TriggerFunc(*trigger)
+		default:
+			fmt.Fprintf(stderr, "pgcache %s: --trigger %q: must be auto, c or plpgsql\n", name, *trigger)
+			return exitUsage
+		}
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintf(stderr, "pgcache %s: name at least one table\n", name)
@@ -49,15 +64,17 @@ func cmdAttach(name string, args []string, stdout, stderr io.Writer) int {
 	defer conn.Close(context.Background())
 	for _, table := range fs.Args() {
 		if name == "attach" {
-			err = coherence.Attach(ctx, conn, table)
-		} else {
-			err = coherence.Detach(ctx, conn, table)
+			var got coherence.TriggerFunc
+			if got, err = coherence.AttachUsing(ctx, conn, table, want); err == nil {
+				fmt.Fprintf(stdout, "attached %s (%s trigger)\n", table, got)
+			}
+		} else if err = coherence.Detach(ctx, conn, table); err == nil {
+			fmt.Fprintf(stdout, "detached %s\n", table)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "pgcache %s %s: %v\n", name, table, err)
 			return exitError
 		}
-		fmt.Fprintf(stdout, "%sed %s\n", name, table)
 	}
 	return exitOK
 }
