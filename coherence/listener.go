@@ -302,6 +302,8 @@ func (l *Listener) canaryBack(token string) {
 	}
 }
 
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
 // FenceKeyOf renders one key of a fence payload as backends.Fenced.FenceKey
 // does: a JSON string as its text, anything else (a number, an array of a
 // composite key) as compact JSON.
@@ -312,6 +314,10 @@ func FenceKeyOf(raw json.RawMessage) (string, error) {
 		return s, err
 	}
 	// Numbers stay as written: a bigint key must not round through float64.
+	// A bare number, the common key, is its own compact form.
+	if n := len(raw); n > 0 && (raw[0] == '-' || isDigit(raw[0])) && isDigit(raw[n-1]) && json.Valid(raw) {
+		return string(raw), nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

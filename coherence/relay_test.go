@@ -72,6 +72,10 @@ func TestFenceKeyOf(t *testing.T) {
 		{`"we\"ird\n"`, "we\"ird\n"},
 		{`42`, "42"},
 		{`9223372036854775807`, "9223372036854775807"}, // no float64 rounding
+		{`-5`, "-5"},
+		{`1.50`, "1.50"}, // numeric keys keep their scale, as PostgreSQL prints them
+		{` 42 `, "42"},
+		{`1e3`, "1e3"},
 		{`[1, "a"]`, `[1,"a"]`},
 		{`[9007199254740993, "b"]`, `[9007199254740993,"b"]`},
 	} {

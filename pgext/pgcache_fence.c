@@ -4,20 +4,20 @@
  * pgcache's L1 caches rows of PostgreSQL tables; a row trigger on each
  * cached table logs the keys every write touches into pgcache.fence_log,
  * and pgcache's relay publishes them as invalidation fences
- * (docs/architecture.md, "Fences"). The trigger pgcache installs where
- * this extension is not available is PL/pgSQL; this is the same trigger
- * without the PL/pgSQL interpreter and the INSERT's executor: it forms the
- * log row itself and appends it to the heap. On pgbench UPDATEs that is the
- * difference between a fifth and a twentieth of the writers' throughput.
+ * (docs/architecture.md, "Fences"). Where this extension is not installed,
+ * pgcache attach installs PL/pgSQL functions instead; this is the same
+ * trigger without the PL/pgSQL interpreter and the INSERT's executor: it
+ * builds the log row itself and appends it to the heap.
  *
- * The log row is what the PL/pgSQL trigger writes, byte for byte:
- *   (tbl, jsonb_build_array(NEW key))          for an INSERT,
- *   (tbl, jsonb_build_array(NEW key, OLD key)) for an UPDATE,
- *   (tbl, jsonb_build_array(OLD key))          for a DELETE,
- * where a key of one column is its value and a key of several columns is
- * jsonb_build_array of them. The JSON comes from PostgreSQL's own
- * jsonb_build_array, called with the key columns' types, so every type
- * renders as it does in SQL.
+ * The log row is the PL/pgSQL trigger's:
+ *   (tbl, [NEW key])          for an INSERT,
+ *   (tbl, [NEW key, OLD key]) for an UPDATE,
+ *   (tbl, [OLD key])          for a DELETE,
+ * where a key of one column is its to_jsonb() and a key of several columns
+ * the JSON array of theirs. One difference: an UPDATE that leaves the key
+ * as it was, bit for bit, logs it once. (The PL/pgSQL trigger cannot tell
+ * as cheaply: SQL equality is not enough, numeric 1.0 = 1.00 renders two
+ * ways.)
  *
  * Use: AFTER INSERT OR UPDATE OR DELETE ... FOR EACH ROW EXECUTE FUNCTION
  * pgcache.fence_row('schema.table', 'keycol1' [, 'keycol2' ...]).
@@ -34,11 +34,14 @@
 #include "fmgr.h"
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
 
 PG_MODULE_MAGIC;
@@ -57,16 +60,17 @@ typedef struct FenceState
 {
 	Oid			tgoid;			/* hash key: the trigger */
 	bool		valid;
+	MemoryContext cxt;			/* holds what follows */
 	Oid			relid;			/* the table the trigger is on */
 	int			nargs;
 	char	  **args;			/* the trigger's arguments, as built from */
 	Datum		tbl;			/* the table's name in fences, as text */
 	int			nkeys;
-	AttrNumber *attnums;		/* the key columns */
-	Oid		   *types;			/* and their types */
-	FmgrInfo	inner;			/* jsonb_build_array(key columns...), composite keys */
-	FmgrInfo	outer1;			/* jsonb_build_array(key) */
-	FmgrInfo	outer2;			/* jsonb_build_array(key, key) */
+	AttrNumber *attnums;		/* the key columns, */
+	Oid		   *types;			/* their types, */
+	bool	   *byval;			/* and how their values are stored */
+	int16	   *len;
+	FmgrInfo   *to_jsonb;		/* to_jsonb() of each key column's type */
 } FenceState;
 
 static HTAB *states;
@@ -101,20 +105,18 @@ fence_log(void)
 }
 
 /*
- * build_array_fn prepares a call of jsonb_build_array over n arguments of
- * the given types. The function reads its argument types from the call's
- * expression, so the FmgrInfo carries one made of typed NULL constants.
+ * prepare_to_jsonb sets f up to call to_jsonb(anyelement) on values of
+ * type typid. The function reads its argument's type from the call's
+ * expression, so the FmgrInfo carries one: to_jsonb(NULL::typid).
  */
 static void
-build_array_fn(FmgrInfo *f, int n, const Oid *types, MemoryContext cxt)
+prepare_to_jsonb(FmgrInfo *f, Oid typid, MemoryContext cxt)
 {
 	MemoryContext old = MemoryContextSwitchTo(cxt);
-	List	   *args = NIL;
 
-	for (int i = 0; i < n; i++)
-		args = lappend(args, makeNullConst(types[i], -1, InvalidOid));
-	fmgr_info_cxt(F_JSONB_BUILD_ARRAY_ANY, f, cxt);
-	f->fn_expr = (Node *) makeFuncExpr(F_JSONB_BUILD_ARRAY_ANY, JSONBOID, args,
+	fmgr_info_cxt(F_TO_JSONB, f, cxt);
+	f->fn_expr = (Node *) makeFuncExpr(F_TO_JSONB, JSONBOID,
+									   list_make1(makeNullConst(typid, -1, InvalidOid)),
 									   InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
 	MemoryContextSwitchTo(old);
 }
@@ -150,7 +152,6 @@ fence_state(TriggerData *td)
 	TupleDesc	desc = RelationGetDescr(td->tg_relation);
 	FenceState *st;
 	MemoryContext cxt;
-	Oid			elem[2];
 	bool		found;
 
 	if (states == NULL)
@@ -163,17 +164,15 @@ fence_state(TriggerData *td)
 	st = hash_search(states, &tg->tgoid, HASH_ENTER, &found);
 	if (found && still_valid(st, tg, td->tg_relation))
 		return st;
-	if (found && st->valid)
-	{
-		/* Built for an older version of the trigger or table: the
-		 * context of its FmgrInfos goes with it. */
-		MemoryContextDelete(GetMemoryChunkContext(st->args));
-	}
+	if (found && st->cxt != NULL)
+		MemoryContextDelete(st->cxt);	/* built for an older trigger or table */
 	st->valid = false;
+	st->cxt = NULL;
 	if (tg->tgnargs < 2)
 		elog(ERROR, "pgcache.fence_row: expected the table's name and its key columns as arguments");
 
 	cxt = AllocSetContextCreate(CacheMemoryContext, "pgcache fence trigger", ALLOCSET_SMALL_SIZES);
+	st->cxt = cxt;
 	st->relid = RelationGetRelid(td->tg_relation);
 	st->nargs = tg->tgnargs;
 	st->args = MemoryContextAlloc(cxt, st->nargs * sizeof(char *));
@@ -188,51 +187,117 @@ fence_state(TriggerData *td)
 	st->nkeys = tg->tgnargs - 1;
 	st->attnums = MemoryContextAlloc(cxt, st->nkeys * sizeof(AttrNumber));
 	st->types = MemoryContextAlloc(cxt, st->nkeys * sizeof(Oid));
+	st->byval = MemoryContextAlloc(cxt, st->nkeys * sizeof(bool));
+	st->len = MemoryContextAlloc(cxt, st->nkeys * sizeof(int16));
+	st->to_jsonb = MemoryContextAllocZero(cxt, st->nkeys * sizeof(FmgrInfo));
 	for (int i = 0; i < st->nkeys; i++)
 	{
 		int			a = SPI_fnumber(desc, tg->tgargs[i + 1]);
+		Form_pg_attribute att;
 
 		if (a <= 0)
-		{
-			MemoryContextDelete(cxt);
 			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
 							errmsg("pgcache.fence_row: column \"%s\" of %s does not exist",
 								   tg->tgargs[i + 1], tg->tgargs[0]),
 							errhint("Run pgcache attach again.")));
-		}
+		att = TupleDescAttr(desc, a - 1);
 		st->attnums[i] = a;
-		st->types[i] = TupleDescAttr(desc, a - 1)->atttypid;
+		st->types[i] = att->atttypid;
+		st->byval[i] = att->attbyval;
+		st->len[i] = att->attlen;
+		prepare_to_jsonb(&st->to_jsonb[i], att->atttypid, cxt);
 	}
-	if (st->nkeys > 1)
-		build_array_fn(&st->inner, st->nkeys, st->types, cxt);
-	elem[0] = elem[1] = st->nkeys > 1 ? JSONBOID : st->types[0];
-	build_array_fn(&st->outer1, 1, elem, cxt);
-	build_array_fn(&st->outer2, 2, elem, cxt);
 	st->valid = true;
 	return st;
 }
 
-/* key is a row's key: its one column, or jsonb_build_array of its columns. */
-static Datum
-key(FenceState *st, HeapTuple row, TupleDesc desc)
+/*
+ * push_column appends a key column's value to the array being built, as
+ * to_jsonb renders it: integers and text directly (to_jsonb goes through
+ * their text form and back), every other type through to_jsonb itself.
+ */
+static void
+push_column(JsonbParseState **ps, FenceState *st, int i, Datum d)
+{
+	JsonbValue	v;
+
+	switch (st->types[i])
+	{
+		case INT2OID:
+			v.type = jbvNumeric;
+			v.val.numeric = int64_to_numeric(DatumGetInt16(d));
+			break;
+		case INT4OID:
+			v.type = jbvNumeric;
+			v.val.numeric = int64_to_numeric(DatumGetInt32(d));
+			break;
+		case INT8OID:
+			v.type = jbvNumeric;
+			v.val.numeric = int64_to_numeric(DatumGetInt64(d));
+			break;
+		case TEXTOID:
+		case VARCHAROID:
+			{
+				text	   *t = DatumGetTextPP(d);
+
+				v.type = jbvString;
+				v.val.string.val = VARDATA_ANY(t);
+				v.val.string.len = VARSIZE_ANY_EXHDR(t);
+				break;
+			}
+		default:
+			{
+				Jsonb	   *j = DatumGetJsonbP(FunctionCall1(&st->to_jsonb[i], d));
+
+				v.type = jbvBinary;
+				v.val.binary.data = &j->root;
+				v.val.binary.len = VARSIZE(j) - VARHDRSZ;
+				break;
+			}
+	}
+	pushJsonbValue(ps, WJB_ELEM, &v);
+}
+
+/* push_key appends a row's key: its one column, or the array of them. */
+static void
+push_key(JsonbParseState **ps, FenceState *st, HeapTuple row, TupleDesc desc)
 {
 	bool		isnull;
 
-	if (st->nkeys == 1)
-		return heap_getattr(row, st->attnums[0], desc, &isnull);
+	if (st->nkeys > 1)
+		pushJsonbValue(ps, WJB_BEGIN_ARRAY, NULL);
+	for (int i = 0; i < st->nkeys; i++)
 	{
-		LOCAL_FCINFO(call, FUNC_MAX_ARGS);
-		Datum		result;
+		Datum		d = heap_getattr(row, st->attnums[i], desc, &isnull);
 
-		InitFunctionCallInfoData(*call, &st->inner, st->nkeys, InvalidOid, NULL, NULL);
-		for (int i = 0; i < st->nkeys; i++)
+		if (isnull)
 		{
-			call->args[i].value = heap_getattr(row, st->attnums[i], desc, &isnull);
-			call->args[i].isnull = isnull;
+			JsonbValue	v = {.type = jbvNull};
+
+			pushJsonbValue(ps, WJB_ELEM, &v);
 		}
-		result = FunctionCallInvoke(call);
-		return result;
+		else
+			push_column(ps, st, i, d);
 	}
+	if (st->nkeys > 1)
+		pushJsonbValue(ps, WJB_END_ARRAY, NULL);
+}
+
+/* same_key: the two rows' keys are equal bit for bit. */
+static bool
+same_key(FenceState *st, HeapTuple a, HeapTuple b, TupleDesc desc)
+{
+	for (int i = 0; i < st->nkeys; i++)
+	{
+		bool		anull,
+					bnull;
+		Datum		ad = heap_getattr(a, st->attnums[i], desc, &anull);
+		Datum		bd = heap_getattr(b, st->attnums[i], desc, &bnull);
+
+		if (anull != bnull || (!anull && !datumIsEqual(ad, bd, st->byval[i], st->len[i])))
+			return false;
+	}
+	return true;
 }
 
 Datum
@@ -241,8 +306,8 @@ pgcache_fence_row(PG_FUNCTION_ARGS)
 	TriggerData *td = (TriggerData *) fcinfo->context;
 	TupleDesc	desc;
 	FenceState *st;
-	Datum		keys[2];
-	int			n = 0;
+	JsonbParseState *ps = NULL;
+	JsonbValue *keys;
 	Datum		values[2];
 	bool		nulls[2] = {false, false};
 	Relation	log;
@@ -254,22 +319,23 @@ pgcache_fence_row(PG_FUNCTION_ARGS)
 
 	st = fence_state(td);
 	desc = RelationGetDescr(td->tg_relation);
+	pushJsonbValue(&ps, WJB_BEGIN_ARRAY, NULL);
 	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
-		keys[n++] = key(st, td->tg_trigtuple, desc);
+		push_key(&ps, st, td->tg_trigtuple, desc);
 	else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 	{
-		keys[n++] = key(st, td->tg_newtuple, desc);
-		keys[n++] = key(st, td->tg_trigtuple, desc);
+		push_key(&ps, st, td->tg_newtuple, desc);
+		if (!same_key(st, td->tg_newtuple, td->tg_trigtuple, desc))
+			push_key(&ps, st, td->tg_trigtuple, desc);
 	}
 	else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
-		keys[n++] = key(st, td->tg_trigtuple, desc);
+		push_key(&ps, st, td->tg_trigtuple, desc);
 	else
 		elog(ERROR, "pgcache.fence_row: fires on INSERT, UPDATE and DELETE only");
+	keys = pushJsonbValue(&ps, WJB_END_ARRAY, NULL);
 
 	values[0] = st->tbl;
-	values[1] = n == 1 ? FunctionCall1(&st->outer1, keys[0])
-		: FunctionCall2(&st->outer2, keys[0], keys[1]);
-
+	values[1] = JsonbPGetDatum(JsonbValueToJsonb(keys));
 	log = table_open(fence_log(), RowExclusiveLock);
 	simple_heap_insert(log, heap_form_tuple(RelationGetDescr(log), values, nulls));
 	table_close(log, NoLock);
