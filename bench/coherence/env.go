@@ -28,6 +28,7 @@ type env struct {
 	db, writers *pgxpool.Pool
 	valkey      valkey.Client
 	database    string
+	trigger     coherence.TriggerFunc // what the fenced table's triggers run
 	stops       []func() error
 }
 
@@ -128,7 +129,9 @@ func (e *env) seed(ctx context.Context, rows int) error {
 			return fmt.Errorf("vacuum %s: %w", t, err)
 		}
 	}
-	return coherence.Attach(ctx, e.db, "public."+rowsTable)
+	trigger, err := coherence.AttachUsing(ctx, e.db, "public."+rowsTable, coherence.TriggerAuto)
+	e.trigger = trigger
+	return err
 }
 
 // rowJSON is the row as pgcache's table route renders it.

@@ -45,7 +45,11 @@ func printTables(w io.Writer, results []Result) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "writers\tvariant\tUPDATE/s\tvs plain\t")
 		for _, r := range oh {
-			fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t\n", r.Writers, r.Variant, r.UpdatesPerS, vsPlain(oh, r))
+			variant := r.Variant
+			if r.Trigger != "" {
+				variant += " (" + r.Trigger + " trigger)"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t\n", r.Writers, variant, r.UpdatesPerS, vsPlain(oh, r))
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "seed: 3.6–8.2% lower through pg_local_cache; 28.9–63.7% lower for UPDATE followed by Valkey DEL")

@@ -35,6 +35,7 @@ type Result struct {
 	FirstError  string   `json:"first_error,omitempty"`
 
 	Variant     string  `json:"variant,omitempty"` // write overhead: plain, fenced, update+del
+	Trigger     string  `json:"trigger,omitempty"` // write overhead, fenced: the trigger function (c, plpgsql)
 	Writers     int     `json:"writers"`
 	Readers     int     `json:"readers,omitempty"`
 	Rows        int     `json:"rows"`
@@ -207,6 +208,9 @@ func (r *run) overhead(ctx context.Context, stdout io.Writer) ([]Result, error) 
 		}
 		for i, v := range variants {
 			res := Result{Kind: "write_overhead", Variant: v.name, Writers: writers, Rows: r.o.Rows, AsyncCommit: r.o.AsyncCommit}
+			if v.name == "fenced" {
+				res.Trigger = string(r.env.trigger)
+			}
 			rates := make([]float64, 0, len(runs[i]))
 			for _, l := range runs[i] {
 				rates = append(rates, float64(l.updates)/l.elapsed.Seconds())
