@@ -168,6 +168,20 @@ func TestCTriggerFollowsChanges(t *testing.T) {
 	if _, err := conn.Exec(ctx, `UPDATE cf SET v = v + 1`); err == nil || !strings.Contains(err.Error(), `column "gone" of public.cf does not exist`) {
 		t.Fatalf("a trigger naming a missing column: %v", err)
 	}
+	// The trigger appends to the log's heap alone: an index on the log
+	// would be left behind, so a write refuses it rather than corrupt it.
+	testenv.Exec(t, p, `CREATE OR REPLACE TRIGGER pgcache_fence_upd AFTER UPDATE ON cf FOR EACH ROW EXECUTE FUNCTION `+Schema+`.fence_row('public.cf', 'k')`)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `CREATE INDEX ON `+Schema+`.fence_log (tbl)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE cf SET v = v + 1`); err == nil || !strings.Contains(err.Error(), "pgcache.fence_log has an index") {
+		t.Fatalf("a write with an index on the log: %v", err)
+	}
 }
 
 // TestAttachWithoutExtensionRights: where the extension is not yet created

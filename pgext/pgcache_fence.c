@@ -158,8 +158,9 @@ fence_state(TriggerData *td)
 	{
 		HASHCTL		ctl = {.keysize = sizeof(Oid), .entrysize = sizeof(FenceState), .hcxt = CacheMemoryContext};
 
-		states = hash_create("pgcache fence triggers", 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		/* The callback first: logid is not cached before it is in place. */
 		CacheRegisterRelcacheCallback(relcache_changed, (Datum) 0);
+		states = hash_create("pgcache fence triggers", 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	st = hash_search(states, &tg->tgoid, HASH_ENTER, &found);
 	if (found && still_valid(st, tg, td->tg_relation))
@@ -337,6 +338,11 @@ pgcache_fence_row(PG_FUNCTION_ARGS)
 	values[0] = st->tbl;
 	values[1] = JsonbPGetDatum(JsonbValueToJsonb(keys));
 	log = table_open(fence_log(), RowExclusiveLock);
+	if (log->rd_rel->relhasindex)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("pgcache.fence_log has an index"),
+						errdetail("pgcache.fence_row appends to the log's heap alone, which would leave the index behind."),
+						errhint("Drop the index: the relay reads the whole log, and writers should not pay for one.")));
 	simple_heap_insert(log, heap_form_tuple(RelationGetDescr(log), values, nulls));
 	table_close(log, NoLock);
 	return PointerGetDatum(NULL);
