@@ -150,14 +150,16 @@ type TriggerFunc string
 
 const (
 	// TriggerC is pgcache.fence_row of the pgcache_fence extension
-	// (pgext/ in this repository): the log rows of the PL/pgSQL functions,
-	// byte for byte, without the interpreter and the INSERT's executor.
-	// It needs the extension's files on the database server (make
-	// pgext-install there) and a superuser to create it once.
+	// (pgext/ in this repository): the keys the PL/pgSQL functions log,
+	// rendered alike (an unchanged key of an UPDATE once, not twice),
+	// without the interpreter and the INSERT's executor. It needs the
+	// extension's files on the database server (make pgext-install there)
+	// and a superuser to create it once.
 	TriggerC TriggerFunc = "c"
 	// TriggerPLpgSQL is the functions Attach writes for each table: they
-	// need nothing on the server, and cost writers about twice as much
-	// (docs/architecture.md, What the fence triggers cost writers).
+	// need nothing on the server, and add about three times the C
+	// trigger's instructions to a write (docs/architecture.md, What the
+	// fence triggers cost writers).
 	TriggerPLpgSQL TriggerFunc = "plpgsql"
 	// TriggerAuto is TriggerC where the extension is installed or can be
 	// created, else TriggerPLpgSQL.

@@ -253,7 +253,11 @@ func TestListenerKilledUnderLoad(t *testing.T) {
 	p := pg.Pool(t)
 	ins := []*instance{newInstance(t, "kill_kv"), newInstance(t, "kill_kv")}
 	done := make(chan int)
-	go func() { done <- soak(t, ins, "kill_kv", 4*time.Second) }()
+	go func() {
+		stale := -1 // soak failed: its t.Fatal ends this goroutine, not the test
+		defer func() { done <- stale }()
+		stale = soak(t, ins, "kill_kv", 4*time.Second)
+	}()
 	time.Sleep(time.Second)
 	testenv.Exec(t, p, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
 	if stale := <-done; stale != 0 {

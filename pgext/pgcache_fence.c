@@ -43,6 +43,7 @@
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 
 PG_MODULE_MAGIC;
 
@@ -338,7 +339,9 @@ pgcache_fence_row(PG_FUNCTION_ARGS)
 	values[0] = st->tbl;
 	values[1] = JsonbPGetDatum(JsonbValueToJsonb(keys));
 	log = table_open(fence_log(), RowExclusiveLock);
-	if (log->rd_rel->relhasindex)
+	/* relhasindex may outlive the index (an aborted CREATE INDEX leaves
+	 * it set until a vacuum): it only says whether to look. */
+	if (log->rd_rel->relhasindex && RelationGetIndexList(log) != NIL)
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						errmsg("pgcache.fence_log has an index"),
 						errdetail("pgcache.fence_row appends to the log's heap alone, which would leave the index behind."),

@@ -72,32 +72,46 @@ func TestTinyRun(t *testing.T) {
 // SELECT and its SET, Valkey cache-aside ends with stale entries: the race
 // pgcache exists to remove. pgcache, same load, ends with none (here
 // in-process, the other way the bench runs it).
+//
+// Whether a raced fill is the last thing to happen to a key before the
+// writers stop is chance: few rows, many readers and a long delay make it
+// likely (8 readers on 50 rows with 2 ms once ended with none in CI; this
+// shape left 3–5 with three copies of the test running at once under
+// -race, and once none in CI). So cache-aside gets up to three runs to show
+// the race; pgcache must end every run with none.
 func TestCacheAsideRace(t *testing.T) {
-	var stdout strings.Builder
-	results, err := Run(context.Background(), Options{
-		// Few rows, many readers and a long delay: most keys have a fill
-		// in flight across their writes, so the race leaves stale entries
-		// even when a loaded machine slows everything (8 readers on 50
-		// rows with 2ms once ended with none in CI; this shape left 3–5
-		// with three copies of the test running at once under -race).
-		Rows: 25, Readers: 16, Writers: 8, UpdateRate: 0, Duration: 3 * time.Second,
-		Stacks: []string{StackPgcache, StackCacheAside}, FillDelay: 5 * time.Millisecond, OverheadDuration: -1,
-	}, &stdout)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stdout.String())
-	}
-	t.Log(stdout.String())
-	for _, r := range results {
-		switch r.Stack {
-		case StackPgcache:
-			if r.Stale != 0 {
-				t.Errorf("pgcache: %d stale entries", r.Stale)
-			}
-		case StackCacheAside:
-			if r.Stale == 0 {
-				t.Errorf("valkey-cache-aside ended with no stale entry under the forced race (%d cached)", r.Entries)
+	stacks := []string{StackPgcache, StackCacheAside}
+	for attempt := 1; ; attempt++ {
+		var stdout strings.Builder
+		results, err := Run(context.Background(), Options{
+			Rows: 25, Readers: 16, Writers: 8, UpdateRate: 0, Duration: 3 * time.Second,
+			Stacks: stacks, FillDelay: 5 * time.Millisecond, OverheadDuration: -1,
+		}, &stdout)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stdout.String())
+		}
+		t.Log(stdout.String())
+		raced := false
+		for _, r := range results {
+			switch r.Stack {
+			case StackPgcache:
+				if r.Stale != 0 {
+					t.Errorf("pgcache: %d stale entries", r.Stale)
+				}
+			case StackCacheAside:
+				raced = r.Stale > 0
+				if !raced {
+					t.Logf("attempt %d: valkey-cache-aside ended with no stale entry (%d cached)", attempt, r.Entries)
+				}
 			}
 		}
+		if raced {
+			return
+		}
+		if attempt == 3 {
+			t.Fatal("valkey-cache-aside ended three runs under the forced race with no stale entry")
+		}
+		stacks = []string{StackCacheAside}
 	}
 }
 
