@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/internal/testenv"
 )
@@ -214,5 +215,34 @@ func TestAttachWithoutExtensionRights(t *testing.T) {
 	}
 	if got, err := TriggerOf(ctx, p, "app_rows"); err != nil || got != TriggerPLpgSQL {
 		t.Fatalf("TriggerOf: %q, %v", got, err)
+	}
+}
+
+// TestRelayDrainsAndVacuums: a backlog of more than vacuumEvery rows is
+// published in full, and the relay then vacuums the log itself, so the
+// dead tuples of drained rows do not wait for autovacuum.
+func TestRelayDrainsAndVacuums(t *testing.T) {
+	p := pg.Pool(t)
+	ctx := context.Background()
+	if err := Setup(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	const rows = vacuumEvery + 500
+	testenv.Exec(t, p, `INSERT INTO `+Schema+`.fence_log SELECT 'public.backlog', jsonb_build_array(g) FROM generate_series(1, $1) g`, rows)
+	cfg, err := pgx.ParseConfig(pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	relay := NewRelay(cfg, 0, zap.NewNop())
+	done := make(chan struct{})
+	go func() { relay.Run(rctx); close(done) }()
+	defer func() { stop(); <-done }()
+	waitFor(t, "the backlog published and the log vacuumed", func() bool {
+		return relay.Stats.Rows.Load() >= rows && relay.Stats.Vacuums.Load() >= 1
+	})
+	var left int
+	if err := p.QueryRow(ctx, `SELECT count(*) FROM `+Schema+`.fence_log WHERE tbl = 'public.backlog'`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d backlog rows left in the log (%v)", left, err)
 	}
 }

@@ -32,6 +32,8 @@ var (
 	descQueue        = desc("notify_queue_usage_ratio", "pg_notification_queue_usage(): the NOTIFY queue's fill.", "backend")
 	descRelayActive  = desc("relay_active", "1 while this instance relays the fence log.", "backend")
 	descRelayRows    = desc("relay_rows_total", "Fence log rows this instance published.", "backend")
+	descRelayDrains  = desc("relay_drains_total", "Drains of the fence log that published rows (one transaction, one NOTIFY batch each).", "backend")
+	descRelayVacuums = desc("relay_vacuums_total", "Vacuums of the fence log run by this instance's relay.", "backend")
 	descTier         = desc("requests_total", "L1 reads by result: hit, miss, bypass (fences may be missed), stale (a fenced entry refused).", "backend", "route", "result")
 	descFills        = desc("fills_total", "Backend reads offered to L1: stored, or fenced (dropped: a fence came after the read's token).", "backend", "route", "result")
 	descCoalesced    = desc("coalesced_total", "Reads that waited for another read of the same key.", "backend", "route")
@@ -42,7 +44,7 @@ var (
 // Describe sends every metric's description.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFences, descListenerUp, descListenerStat, descReconnects, descNotes, descLag,
-		descQueue, descRelayActive, descRelayRows, descTier, descFills, descCoalesced, descEntries, descHitRatio} {
+		descQueue, descRelayActive, descRelayRows, descRelayDrains, descRelayVacuums, descTier, descFills, descCoalesced, descEntries, descHitRatio} {
 		ch <- d
 	}
 }
@@ -71,6 +73,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(descQueue, QueueUsageValue(ls.QueueUsage.Load()), b)
 	gauge(descRelayActive, boolf(c.Relay.Stats.Active.Load()), b)
 	counter(descRelayRows, c.Relay.Stats.Rows.Load(), b)
+	counter(descRelayDrains, c.Relay.Stats.Drains.Load(), b)
+	counter(descRelayVacuums, c.Relay.Stats.Vacuums.Load(), b)
 	for _, t := range c.Tiers() {
 		r, s := t.route, &t.Stats
 		hits, misses, bypassed := s.Hits.Load(), s.Misses.Load(), s.Bypassed.Load()

@@ -136,7 +136,7 @@ func BenchmarkFenceWriteCost(b *testing.B) {
 			}
 		}
 	}
-	b.Logf("relay: %d rows in %d drains, %d notifications", relay.Stats.Rows.Load(), relay.Stats.Drains.Load(), relay.Stats.Notifications.Load())
+	b.Logf("relay: %d rows in %d drains, %d notifications, %d vacuums", relay.Stats.Rows.Load(), relay.Stats.Drains.Load(), relay.Stats.Notifications.Load(), relay.Stats.Vacuums.Load())
 }
 
 func median(xs []float64) float64 {
