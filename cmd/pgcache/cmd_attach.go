@@ -14,7 +14,7 @@ import (
 func init() {
 	register(command{
 		name:  "attach",
-		usage: "[--dsn DSN] schema.table ...",
+		usage: "[--dsn DSN] [--trigger auto|c|plpgsql] schema.table ...",
 		short: "install the fence triggers on tables, so pgcache's L1 tiers learn of every write (idempotent)",
 		run:   func(args []string, stdout, stderr io.Writer) int { return cmdAttach("attach", args, stdout, stderr) },
 	})
