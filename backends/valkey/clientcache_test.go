@@ -3,7 +3,10 @@ package valkey
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,6 +117,10 @@ func TestClientCacheInvalidation(t *testing.T) {
 	d := newDriver(t, server, cached(nil))
 	s := open(t, d)
 	other := bare(t)
+	cli, err := testenv.LookPath("redis-cli", testenv.RedisInstall)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name  string
 		write func(key, val string) error
@@ -121,6 +128,13 @@ func TestClientCacheInvalidation(t *testing.T) {
 		{"raw", func(key, val string) error { _, err := server.Do(context.Background(), "SET", key, val); return err }},
 		{"valkey-go", func(key, val string) error {
 			return other.Do(context.Background(), other.B().Set().Key(key).Value(val).Build()).Error()
+		}},
+		{"redis-cli", func(key, val string) error {
+			out, err := exec.Command(cli, "-h", "127.0.0.1", "-p", strconv.Itoa(server.Port), "SET", key, val).CombinedOutput()
+			if err == nil && strings.TrimSpace(string(out)) != "OK" {
+				err = fmt.Errorf("redis-cli SET: %s", out)
+			}
+			return err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
