@@ -2,6 +2,9 @@ package faults
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,8 +16,10 @@ import (
 
 // Valkey (or Redis) killed under load and started again, empty (it keeps
 // nothing on disk). Requests fail while it is down, with an error, and
-// only then; pgcache reconnects by itself; the client-side cache never
-// serves a value from before the crash.
+// only then: `backend vk unavailable` over RESP, 503 over HTTP, and
+// /readyz names the backend, while the memory route keeps serving and
+// goroutines and heap stay put. pgcache reconnects by itself; the
+// client-side cache never serves a value from before the crash.
 func TestValkeyKilledRestarted(t *testing.T) {
 	leakCheck(t)
 	srv := testenv.RedisFor(t)
@@ -98,6 +103,7 @@ routes:
 		t.Fatal(err)
 	}
 	l.waitFailed(t, 50, 20*time.Second)
+	downWhileLoaded(t, p)
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +115,8 @@ routes:
 		return !recovered.IsZero()
 	})
 	l.waitOK(t, 500, 30*time.Second)
+	hc := httpClient(t)
+	eventually(t, 10*time.Second, "/readyz 200", func() bool { status, _ := get(t, hc, p.admin+"/readyz"); return status == 200 })
 	settled := time.Now()
 	l.waitOK(t, 500, 30*time.Second)
 	eventually(t, 10*time.Second, "reads of vk:old after the restart", func() bool { return oldReads.Load() > 100 })
@@ -158,4 +166,64 @@ routes:
 		up.Sub(killed).Seconds(), recovered.Sub(up).Seconds(), l.failed.Load(), first.Sub(killed).Seconds(),
 		last.Sub(killed).Seconds(), l.failedBetween(settled, time.Now()), oldReads.Load(), staleReads.Load(),
 		len(acked), lostBefore+lostAfter)
+}
+
+// downWhileLoaded checks, with Valkey down and the load failing, what each
+// front answers, and that the failing load leaves nothing piling up.
+func downWhileLoaded(t *testing.T, p *pgcache) {
+	t.Helper()
+	c, hc := dialRESP(t, p.resp), httpClient(t)
+	defer c.Close()
+	if _, err := c.Do("GET", "vk:any"); err == nil || !strings.Contains(err.Error(), "backend vk unavailable") {
+		t.Errorf("GET with Valkey down = %v, want ERR backend vk unavailable", err)
+	}
+	if status, body := get(t, hc, p.http+"/valkey/get?id=any"); status != 503 || !strings.Contains(body, "backend vk unavailable") {
+		t.Errorf("HTTP get with Valkey down = %d %q, want 503 backend vk unavailable", status, body)
+	}
+	eventually(t, 10*time.Second, "/readyz 503 naming backend vk", func() bool {
+		status, body := get(t, hc, p.admin+"/readyz")
+		return status == 503 && strings.Contains(body, "backend vk")
+	})
+	if v, err := c.Do("SET", "other", "v"); err != nil || v != "OK" {
+		t.Errorf("SET on the memory route with Valkey down = %q, %v", v, err)
+	}
+	base := heapAndGoroutines()
+	peak := base
+	for range 20 {
+		time.Sleep(100 * time.Millisecond)
+		now := heapAndGoroutines()
+		peak.goroutines, peak.heap = max(peak.goroutines, now.goroutines), max(peak.heap, now.heap)
+	}
+	if peak.goroutines > base.goroutines+10 || peak.heap > base.heap+32<<20 {
+		t.Errorf("while Valkey was down, goroutines went from %d to %d and heap from %d to %d bytes",
+			base.goroutines, peak.goroutines, base.heap, peak.heap)
+	}
+}
+
+// heapAndGoroutines reads this process's (pgcache runs in it) goroutines
+// and live heap, after a collection.
+func heapAndGoroutines() (r struct {
+	goroutines int
+	heap       uint64
+}) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	r.goroutines, r.heap = runtime.NumGoroutine(), ms.HeapAlloc
+	return r
+}
+
+// get is an HTTP GET of url ("host:port/path").
+func get(t *testing.T, hc *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := hc.Get("http://" + url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }
