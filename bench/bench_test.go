@@ -65,6 +65,17 @@ func TestEveryEngineBothProtos(t *testing.T) {
 			}
 		}
 	}
+	// The tiered engine's GET phase reads each of its 1,000 keys many
+	// times: from the second read on, the L1 serves it.
+	for id, r := range got {
+		tiered := strings.HasPrefix(id, "tiered-postgresql/") && r.Phase == report.PhaseGet
+		switch {
+		case tiered && (r.L1HitRatio == nil || *r.L1HitRatio <= 0 || *r.L1HitRatio > 1):
+			t.Errorf("%s: L1 hit ratio %v, want one in (0, 1]", id, r.L1HitRatio)
+		case !tiered && r.L1HitRatio != nil:
+			t.Errorf("%s: an L1 hit ratio (%v) on an engine or phase without one", id, *r.L1HitRatio)
+		}
+	}
 	if len(recs) != len(EngineNames())*2*2 {
 		t.Errorf("%d records, want %d", len(recs), len(EngineNames())*4)
 	}
@@ -83,7 +94,7 @@ func TestEveryEngineBothProtos(t *testing.T) {
 	if err := Report(o.Out, &summary); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(summary.String(), "GET endurance") || !strings.Contains(summary.String(), "tiered-postgresql") {
+	if !strings.Contains(summary.String(), "GET endurance") || !strings.Contains(summary.String(), "tiered-postgresql http: the L1 served") {
 		t.Errorf("summary:\n%s", summary.String())
 	}
 	if b, err := os.ReadFile(filepath.Join(o.Out, ReportFile)); err != nil || !strings.Contains(string(b), "<svg") {

@@ -36,7 +36,10 @@
 // driver), a warmup of GETs that is not measured (30 s for medium and long),
 // GETs for the run's duration (5 s, 300 s, 600 s), and a sample of values
 // read back and decoded. Vegeta's text report is printed per phase; at the
-// end the summary tables, results.jsonl and report.html.
+// end the summary tables, results.jsonl and report.html. For the tiered
+// engine the GET phase also records the share of reads its L1 served,
+// from pgcache's INFO before and after: a SET does not fill the L1, so
+// without a warmup that share is what tells an L1 from PostgreSQL.
 //
 // # Where pgcache runs
 //

@@ -116,6 +116,12 @@ func (r *runner) runEngine(ctx context.Context, e *Engine, proto string) []repor
 	}
 	fmt.Fprintf(o.Stdout, "\n--- GET: %v ---\n", o.Duration)
 	get.Duration = o.Duration
+	var l1Before instance.L1Reads
+	if e.l1 {
+		if l1Before, err = readL1(ctx, inst.Addr("resp"), e.Route); err != nil {
+			return failGet(err)
+		}
+	}
 	getRes, err := drv.Run(ctx, get, r.prog)
 	if err != nil {
 		return failGet(err)
@@ -124,6 +130,15 @@ func (r *runner) runEngine(ctx context.Context, e *Engine, proto string) []repor
 	got := record(base, report.PhaseGet, getRes)
 	if getRes.Interrupted {
 		return []report.Record{set, got}
+	}
+	if e.l1 {
+		after, err := readL1(ctx, inst.Addr("resp"), e.Route)
+		if err != nil {
+			return failGet(err)
+		}
+		ratio := after.Minus(l1Before).HitRatio()
+		got.L1HitRatio = &ratio
+		fmt.Fprintf(o.Stdout, "L1: %.1f%% of the GETs served from memory\n", ratio*100)
 	}
 
 	verr := r.verify(ctx, e, proto, inst, raw)

@@ -91,3 +91,14 @@ func deleteKeys(ctx context.Context, addr string, keys []string) error {
 	}
 	return nil
 }
+
+// readL1 reads the L1 counters of route from pgcache's INFO.
+func readL1(ctx context.Context, addr, route string) (instance.L1Reads, error) {
+	rc := pgcacheClient(addr)
+	defer rc.Close()
+	info, err := rc.Info(ctx, "backends").Result()
+	if err != nil {
+		return instance.L1Reads{}, fmt.Errorf("INFO backends: %w", err)
+	}
+	return instance.ParseL1Reads(info, route)
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -150,44 +149,20 @@ func (r *run) auditL1(ctx context.Context, in instance.Instance) (entries, stale
 	return entries, stale, nil
 }
 
-// l1Totals are an L1's read counters, from INFO.
-type l1Totals struct{ hits, misses, bypassed int64 }
-
-func (t l1Totals) reads() int64 { return t.hits + t.misses + t.bypassed }
-
-func (t l1Totals) minus(u l1Totals) l1Totals {
-	return l1Totals{t.hits - u.hits, t.misses - u.misses, t.bypassed - u.bypassed}
-}
-
 // l1Stats adds up the rows route's L1 counters of every instance, read
 // from INFO's backends section (l1_rows_hits, …).
-func l1Stats(ctx context.Context, clients []valkey.Client) (l1Totals, error) {
-	var t l1Totals
+func l1Stats(ctx context.Context, clients []valkey.Client) (instance.L1Reads, error) {
+	var t instance.L1Reads
 	for _, c := range clients {
 		info, err := c.Do(ctx, c.B().Info().Section("backends").Build()).ToString()
 		if err != nil {
 			return t, fmt.Errorf("INFO: %w", err)
 		}
-		fields := map[string]*int64{
-			"l1_" + routeName + "_hits":     &t.hits,
-			"l1_" + routeName + "_misses":   &t.misses,
-			"l1_" + routeName + "_bypassed": &t.bypassed,
+		r, err := instance.ParseL1Reads(info, routeName)
+		if err != nil {
+			return t, err
 		}
-		seen := 0
-		for line := range strings.Lines(info) {
-			name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
-			if p := fields[name]; ok && p != nil {
-				n, err := strconv.ParseInt(val, 10, 64)
-				if err != nil {
-					return t, fmt.Errorf("INFO %s: %w", name, err)
-				}
-				*p += n
-				seen++
-			}
-		}
-		if seen != len(fields) {
-			return t, fmt.Errorf("INFO has no L1 counters of route %s", routeName)
-		}
+		t = t.Plus(r)
 	}
 	return t, nil
 }

@@ -83,8 +83,7 @@ func (r *run) runPgcache(ctx context.Context) (_ *stackResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d := after.minus(before)
-	res.hitRatio = ratio(d.hits, d.reads())
+	res.hitRatio = after.Minus(before).HitRatio()
 
 	// Settle: once a canary sent after the last write has come back to
 	// every instance, every fence of the run has been received.

@@ -67,6 +67,10 @@ type Record struct {
 	Verify   string `json:"verify,omitempty"`
 	// Applied is what the run applied to the servers (caps, tuning).
 	Applied Applied `json:"applied"`
+	// L1HitRatio is, for an engine behind pgcache's L1 (tiered), the share
+	// of the GET phase's reads that the L1 served, from pgcache's own
+	// counters; absent for other engines and phases.
+	L1HitRatio *float64 `json:"l1_hit_ratio,omitempty"`
 
 	StartedAt time.Time `json:"started_at"`
 	Timeline  []Point   `json:"timeline,omitempty"`

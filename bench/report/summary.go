@@ -71,6 +71,12 @@ func Summary(w io.Writer, recs []Record) error {
 		}
 		if phase == PhaseGet {
 			fmt.Fprintln(w, "  vs memory: GET RPS over the memory engine's, same protocol; seed: the same ratio in seeds/000 (HTTP, 600 s)")
+			for _, r := range recs {
+				if r.Phase == PhaseGet && r.L1HitRatio != nil {
+					fmt.Fprintf(w, "  %s %s: the L1 served %.1f%% of the GETs (a SET does not fill it: a key is served from memory from its second read on)\n",
+						r.Engine, r.Proto, *r.L1HitRatio*100)
+				}
+			}
 		}
 		for _, l := range notRun {
 			fmt.Fprintln(w, l)
