@@ -187,30 +187,27 @@ func downWhileLoaded(t *testing.T, p *pgcache) {
 	if v, err := c.Do("SET", "other", "v"); err != nil || v != "OK" {
 		t.Errorf("SET on the memory route with Valkey down = %q, %v", v, err)
 	}
-	base := heapAndGoroutines()
-	peak := base
+	// pgcache runs in this process: its goroutines, descriptors and heap
+	// are the test's own.
+	base, baseHeap := self(), liveHeap()
+	peak, peakHeap := base, baseHeap
 	for range 20 {
 		time.Sleep(100 * time.Millisecond)
-		now := heapAndGoroutines()
-		peak.goroutines, peak.heap = max(peak.goroutines, now.goroutines), max(peak.heap, now.heap)
+		now := self()
+		peak = resources{goroutines: max(peak.goroutines, now.goroutines), fds: max(peak.fds, now.fds)}
+		peakHeap = max(peakHeap, liveHeap())
 	}
-	if peak.goroutines > base.goroutines+10 || peak.heap > base.heap+32<<20 {
-		t.Errorf("while Valkey was down, goroutines went from %d to %d and heap from %d to %d bytes",
-			base.goroutines, peak.goroutines, base.heap, peak.heap)
+	if peak.goroutines > base.goroutines+10 || peak.fds > base.fds+10 || peakHeap > baseHeap+32<<20 {
+		t.Errorf("while Valkey was down, %v became %v and the heap %d bytes became %d", base, peak, baseHeap, peakHeap)
 	}
 }
 
-// heapAndGoroutines reads this process's (pgcache runs in it) goroutines
-// and live heap, after a collection.
-func heapAndGoroutines() (r struct {
-	goroutines int
-	heap       uint64
-}) {
+// liveHeap is this process's live heap after a collection.
+func liveHeap() uint64 {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	r.goroutines, r.heap = runtime.NumGoroutine(), ms.HeapAlloc
-	return r
+	return ms.HeapAlloc
 }
 
 // get is an HTTP GET of url ("host:port/path").
