@@ -65,13 +65,18 @@ func TestEveryEngineBothProtos(t *testing.T) {
 			}
 		}
 	}
-	// The tiered engine's GET phase reads each of its 1,000 keys many
-	// times: from the second read on, the L1 serves it.
+	// The tiered engine's GET record has the share its L1 served. A key is
+	// served from the L1 from its second read on, so a phase that read
+	// every key twice over (a loaded machine may not) had hits.
 	for id, r := range got {
 		tiered := strings.HasPrefix(id, "tiered-postgresql/") && r.Phase == report.PhaseGet
 		switch {
-		case tiered && (r.L1HitRatio == nil || *r.L1HitRatio <= 0 || *r.L1HitRatio > 1):
-			t.Errorf("%s: L1 hit ratio %v, want one in (0, 1]", id, r.L1HitRatio)
+		case tiered && r.L1HitRatio == nil:
+			t.Errorf("%s: no L1 hit ratio", id)
+		case tiered && (*r.L1HitRatio < 0 || *r.L1HitRatio > 1):
+			t.Errorf("%s: L1 hit ratio %v, want one in [0, 1]", id, *r.L1HitRatio)
+		case tiered && r.Requests >= 2*uint64(r.Keys) && *r.L1HitRatio == 0:
+			t.Errorf("%s: %d GETs of %d keys and no L1 hit", id, r.Requests, r.Keys)
 		case !tiered && r.L1HitRatio != nil:
 			t.Errorf("%s: an L1 hit ratio (%v) on an engine or phase without one", id, *r.L1HitRatio)
 		}
