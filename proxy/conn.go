@@ -27,7 +27,12 @@ var (
 	errOutputLimit = errors.New("output buffer limit reached")
 	errShutdown    = errors.New("server shutting down")
 	errDone        = errors.New("connection done") // ends it without a log line
+	errIdle        = errors.New("idle past resp.idle_timeout")
 )
+
+// probeAfter bounds how long a wait that may have missed the client's end
+// of stream lasts before the connection reads again to look (see runFD).
+const probeAfter = 250 * time.Millisecond
 
 // conn is one client. Its goroutine runs serve: read what has arrived,
 // run every complete request in it (a pipelined batch) with the route
@@ -49,6 +54,9 @@ type conn struct {
 	release func()
 	quit    bool  // close once the replies are written (QUIT, protocol error)
 	failed  error // close without writing more (output limit, write error)
+
+	readyAt time.Time // when the last wait began, with IdleTimeout set
+	probing bool      // a probeAfter deadline is armed, IdleTimeout unset
 
 	group   group // pipelined GETs or SETs run as one backend call, see group.go
 	scratch       // reused by the multi-key commands
@@ -135,16 +143,34 @@ func (c *conn) serveBatch() error {
 	return nil
 }
 
-// ready is called before waiting for the client's next requests: it
-// starts the idle timeout and says whether the server is shutting down.
+// ready is called before waiting for the client's next requests: it arms
+// the read deadline and says whether the server is shutting down. unsure
+// says the wait may begin with the client's end of stream unread (see
+// runFD): the deadline is then at most probeAfter away, so the connection
+// looks again rather than wait for good.
+//
 // closing is checked after the deadline is set: Shutdown sets closing and
 // then moves every deadline to the past, so either this sees closing or
 // the wait that follows sees Shutdown's deadline, never neither.
-func (c *conn) ready() error {
-	if d := c.s.config().IdleTimeout; d > 0 {
-		if err := c.nc.SetReadDeadline(time.Now().Add(d)); err != nil {
+func (c *conn) ready(unsure bool) error {
+	idle := c.s.config().IdleTimeout
+	switch {
+	case idle > 0:
+		c.readyAt = time.Now()
+		d := idle
+		if unsure {
+			d = min(d, probeAfter)
+		}
+		if err := c.nc.SetReadDeadline(c.readyAt.Add(d)); err != nil {
 			return err
 		}
+	case unsure && !c.probing:
+		// One probe covers every wait until it fires: a busy client arms
+		// it once per probeAfter, not once per request.
+		if err := c.nc.SetReadDeadline(time.Now().Add(probeAfter)); err != nil {
+			return err
+		}
+		c.probing = true
 	}
 	if c.s.closing.Load() {
 		return errShutdown
@@ -152,9 +178,34 @@ func (c *conn) ready() error {
 	return nil
 }
 
+// deadlinePassed handles a wait that ended at its read deadline: the
+// server shutting down, the client idle past IdleTimeout (both end the
+// connection), or a probe, after which the wait is resumed with the
+// deadline the idle timeout asks for, or none.
+func (c *conn) deadlinePassed() error {
+	if c.s.closing.Load() {
+		return errShutdown
+	}
+	c.probing = false
+	var at time.Time
+	if idle := c.s.config().IdleTimeout; idle > 0 {
+		if time.Since(c.readyAt) >= idle {
+			return errIdle
+		}
+		at = c.readyAt.Add(idle)
+	}
+	if err := c.nc.SetReadDeadline(at); err != nil {
+		return err
+	}
+	if c.s.closing.Load() { // as in ready: Shutdown may have come between
+		return errShutdown
+	}
+	return nil
+}
+
 // read waits for more of the client's requests.
 func (c *conn) read() error {
-	if err := c.ready(); err != nil {
+	if err := c.ready(false); err != nil {
 		return err
 	}
 	n, err := c.rd.fill(c.nc)

@@ -125,6 +125,42 @@ func TestEndBeforeFirstRead(t *testing.T) {
 	}
 }
 
+// The probes that look for an unseen end of stream must not disturb a
+// client: one that pauses longer than probeAfter between requests, and in
+// the middle of one, is served throughout; with idle_timeout set it is
+// not closed before it has been idle that long, and is closed once it has.
+func TestProbesKeepClientsAndIdleTimeout(t *testing.T) {
+	const idle = time.Second
+	ts := startServer(t, Config{IdleTimeout: idle})
+	c := dial(t, ts.addr)
+	start := time.Now()
+	for i := 1; i <= 3; i++ {
+		if got := c.do("INCR", "slow"); got != ":"+strconv.Itoa(i)+"\r\n" {
+			t.Fatalf("INCR %d = %q", i, got)
+		}
+		time.Sleep(probeAfter * 3 / 2)
+	}
+	req := encode("SET", "half", "v")
+	c.send(req[:10])
+	time.Sleep(probeAfter * 3)
+	c.send(req[10:])
+	if got := c.reply(); got != "+OK\r\n" {
+		t.Fatalf("SET sent in two halves %v apart = %q", probeAfter*3, got)
+	}
+	if time.Since(start) < idle {
+		t.Fatalf("the client was not busy past idle_timeout %v", idle)
+	}
+	last := time.Now()
+	c.nc.SetReadDeadline(time.Now().Add(idle + 10*time.Second))
+	_, err := io.ReadAll(c.br)
+	if err != nil {
+		t.Fatalf("the idle client was not closed: %v", err)
+	}
+	if after := time.Since(last); after < idle {
+		t.Errorf("closed %v after its last request, before idle_timeout %v", after, idle)
+	}
+}
+
 // gatedListener hands each accepted connection over only when gate
 // yields: the connection exists (and is watched by the poller) before
 // the server starts serving it.

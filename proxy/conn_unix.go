@@ -3,7 +3,9 @@
 package proxy
 
 import (
+	"errors"
 	"io"
+	"os"
 	"syscall"
 	"unsafe"
 )
@@ -72,7 +74,7 @@ func (c *conn) run() error {
 	return c.runFD()
 }
 
-// runFD serves the client from inside one RawConn.Read, reading the
+// runFD serves the client from inside RawConn.Read, reading the
 // descriptor itself, to save a system call per request.
 //
 // Through net.Conn, a read that brought a request is followed, once its
@@ -86,32 +88,61 @@ func (c *conn) run() error {
 // Inside RawConn.Read the runtime forgets readiness once, before the first
 // call of the function; after that every byte that arrives is remembered
 // and wakes the wait. So a read that took less than the room it had
-// (drained: the socket's queue was empty when it ran, and whatever arrives
-// later will wake us) lets us wait at once; a read that filled the buffer
-// reads again first.
+// (drained: the socket's queue was empty of data when it ran, and data
+// that arrives later will wake us) lets us wait at once; a read that
+// filled the buffer reads again first.
 //
-// Except after the very first read: readiness that came before the call
-// is forgotten, and a read takes every byte queued but not the end of
-// stream queued behind them. A client that wrote a request and closed
-// before the loop began would leave us waiting for a wake-up that already
-// came; the first read is therefore followed by another (one EAGAIN per
-// connection, not per request).
+// The end of the stream is the exception. A read takes every byte queued
+// but not the end of stream queued behind them, and when the bytes and
+// the end came together (in one segment, or before the poller looked)
+// their one wake-up is spent: nothing will wake the wait. So a wait after
+// a drained read is unsure, and ready arms a deadline at most probeAfter
+// away; when it passes, serveFD is entered again and its first read looks.
+// A busy client pays for that one deadline per probeAfter, not per
+// request, and a client whose last request came with its end of stream
+// is closed within probeAfter rather than held for good.
+//
+// The first read of each serveFD is followed by another for the same
+// reason (readiness that came before the call is forgotten): one EAGAIN
+// per entry, not per request.
 func (c *conn) runFD() error {
-	if err := c.ready(); err != nil {
+	if err := c.ready(false); err != nil {
 		return err
 	}
+	for {
+		err := c.serveFD()
+		if err != errReadDeadline {
+			return err
+		}
+		if err := c.deadlinePassed(); err != nil {
+			return err
+		}
+	}
+}
+
+// errReadDeadline is serveFD's report of a wait that reached its deadline,
+// kept apart from a write's deadline, which ends the connection.
+var errReadDeadline = errors.New("read deadline")
+
+// serveFD is one RawConn.Read: it serves requests until the connection
+// ends or a wait reaches its deadline (errReadDeadline).
+func (c *conn) serveFD() error {
 	var end error
 	first := true
 	err := c.raw.Read(func(fd uintptr) bool {
 		for {
 			n, drained, err := c.rd.fillFD(int(fd))
+			if err == syscall.EINTR {
+				continue
+			}
+			wasFirst := first
 			drained = drained && !first
 			first = false
 			switch {
-			case err == syscall.EINTR:
-				continue
+			case err == syscall.EAGAIN && wasFirst:
+				return false // nothing came since the deadline was armed
 			case err == syscall.EAGAIN:
-				end = c.ready()
+				end = c.ready(false)
 				return end != nil
 			case err != nil:
 				end = err
@@ -124,13 +155,16 @@ func (c *conn) runFD() error {
 				return true
 			}
 			if drained {
-				end = c.ready()
+				end = c.ready(true)
 				return end != nil
 			}
 		}
 	})
 	if end != nil {
 		return end
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errReadDeadline
 	}
 	return err
 }
