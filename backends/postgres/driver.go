@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/bound"
 	"github.com/pgcache/pgcache/internal/decode"
 )
 
@@ -45,6 +46,7 @@ type Driver struct {
 	database string
 	pool     *pgxpool.Pool   // standard and unlogged kv tables, table routes, the sweeper
 	asyncCfg *pgxpool.Config // for the async pool, made on first use
+	bound    *bound.Shared   // operations' command_timeout contexts
 
 	mu     sync.Mutex
 	async  *pgxpool.Pool
@@ -99,6 +101,7 @@ func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
 		database: databaseOf(cfg),
 		pool:     pool,
 		asyncCfg: asyncCfg,
+		bound:    bound.New(time.Duration(o.CommandTimeout)),
 		stores:   map[opened]struct{}{},
 	}
 	return d, nil

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/bound"
 )
 
 // Connecting in the background: the first attempt at once, then with a
@@ -29,8 +30,8 @@ type Driver struct {
 	name    string
 	opts    Options
 	timeout time.Duration // command_timeout
-	bound   atomic.Pointer[sharedBound]
-	cache   *clientCache // nil: client_cache off
+	bound   *bound.Shared // calls' command_timeout contexts
+	cache   *clientCache  // nil: client_cache off
 	log     *zap.Logger
 	stats   stats
 
@@ -70,6 +71,7 @@ func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
 		name:    name,
 		opts:    o,
 		timeout: time.Duration(o.CommandTimeout),
+		bound:   bound.New(time.Duration(o.CommandTimeout)),
 		log:     log.Named("valkey").With(zap.String("backend", name)),
 		tried:   make(chan struct{}),
 		quit:    make(chan struct{}),
@@ -124,7 +126,7 @@ func (d *Driver) connect(opt valkey.ClientOption) {
 // deadline is sooner) and the client. Before the first connection it waits
 // for the first attempt, no longer: later calls fail fast.
 func (d *Driver) begin(ctx context.Context, op string) (context.Context, context.CancelFunc, *client, error) {
-	cctx := d.bounded(ctx)
+	cctx := d.bound.Of(ctx)
 	c := d.client.Load()
 	if c == nil {
 		select {
@@ -139,41 +141,6 @@ func (d *Driver) begin(ctx context.Context, op string) (context.Context, context
 }
 
 func noCancel() {}
-
-// sharedBound is a context with a command_timeout deadline that the calls
-// begun soon after it was made share: a hot cached read is a map lookup,
-// and a context and timer of its own per call cost it about 6% of its CPU
-// (redis-benchmark -P 16 on a client-cached route). A timer marks it stale
-// once a tenth of the timeout has passed, and calls begun after that make a
-// new one, so every call is bounded by about 0.9 to 1 command_timeout (less
-// only by how late that timer fires). The flag, not the clock, is what a
-// call reads: on a VM whose clock source is kvm-clock, time.Now was a fifth
-// of a hot read's CPU. Nothing cancels the context early: it ends at its
-// deadline, or with its parent.
-type sharedBound struct {
-	done  <-chan struct{} // the parent's Done: calls with another parent make their own
-	ctx   context.Context
-	stale atomic.Bool
-}
-
-// bounded returns ctx bounded by command_timeout, unless its own deadline
-// is sooner.
-func (d *Driver) bounded(ctx context.Context) context.Context {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d.timeout {
-		return ctx
-	}
-	if b := d.bound.Load(); b != nil && b.done == ctx.Done() && !b.stale.Load() {
-		return b.ctx
-	}
-	bctx, cancel := context.WithTimeout(ctx, d.timeout)
-	// Calls may hold it until its deadline, so nothing cancels it sooner;
-	// cancel runs once it has ended, as the context contract asks.
-	context.AfterFunc(bctx, cancel)
-	b := &sharedBound{done: ctx.Done(), ctx: bctx}
-	time.AfterFunc(d.timeout/10, func() { b.stale.Store(true) })
-	d.bound.Store(b)
-	return bctx
-}
 
 func (d *Driver) notConnected() error {
 	d.mu.Lock()

@@ -1,10 +1,8 @@
 package valkey
 
 import (
-	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/pgcache/pgcache/backends"
 )
@@ -68,59 +66,4 @@ func TestOpen(t *testing.T) {
 			t.Fatal("Open after Close succeeded")
 		}
 	})
-}
-
-// Calls share one command_timeout context while at least 9/10 of the
-// timeout is left on it; a caller with a sooner deadline keeps its own, a
-// caller with another parent gets its own, and a parent's cancellation
-// reaches the shared one.
-func TestBoundedSharesDeadline(t *testing.T) {
-	d := &Driver{timeout: 10 * time.Second}
-	parent, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a, b := d.bounded(parent), d.bounded(parent)
-	if a != b {
-		t.Error("two calls in a row got different bounds")
-	}
-	dl, ok := a.Deadline()
-	if left := time.Until(dl); !ok || left > 10*time.Second || left < 9*time.Second {
-		t.Errorf("deadline %v away (set: %v), want between 0.9 and 1 timeout", left, ok)
-	}
-	soon, cancelSoon := context.WithTimeout(parent, 100*time.Millisecond)
-	defer cancelSoon()
-	if got := d.bounded(soon); got != soon {
-		t.Error("a caller whose deadline is sooner than the timeout did not keep its context")
-	}
-	other, cancelOther := context.WithCancel(context.Background())
-	defer cancelOther()
-	if c := d.bounded(other); c == a || c.Done() == a.Done() {
-		t.Error("a caller with another parent shared its bound")
-	}
-	// The bound is replaced once it is stale.
-	d.bound.Load().stale.Store(true)
-	if d.bounded(parent) == a {
-		t.Error("a stale bound was reused")
-	}
-	cur := d.bounded(parent)
-	cancel()
-	select {
-	case <-cur.Done():
-	case <-time.After(time.Second):
-		t.Error("cancelling the parent did not end the shared bound")
-	}
-}
-
-// A tenth of the timeout after a bound is made, its timer marks it stale.
-func TestBoundGoesStale(t *testing.T) {
-	d := &Driver{timeout: 50 * time.Millisecond}
-	first := d.bounded(context.Background())
-	for end := time.Now().Add(10 * time.Second); d.bounded(context.Background()) == first; {
-		if time.Now().After(end) {
-			t.Fatal("the first bound was still handed out 10 s later")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if dl, ok := first.Deadline(); !ok || dl.IsZero() {
-		t.Error("the shared bound has no deadline")
-	}
 }
