@@ -7,7 +7,8 @@ import (
 	"io"
 	"os"
 	"syscall"
-	"unsafe"
+
+	"github.com/pgcache/pgcache/internal/rawio"
 )
 
 // rawConn writes to the connection's descriptor without waiting, so a
@@ -51,7 +52,7 @@ func (c *conn) writeNow(p []byte) (int, error) {
 // writeFD is one write(2) on the non-blocking descriptor; returning true
 // tells the runtime not to wait for the socket to become writable.
 func (c *conn) writeFD(fd uintptr) bool {
-	n, err := rawIO(syscall.SYS_WRITE, fd, c.wbuf)
+	n, err := rawio.Write(fd, c.wbuf)
 	if n < 0 {
 		n = 0
 	}
@@ -175,22 +176,7 @@ func (c *conn) serveFD() error {
 func (rd *reader) fillFD(fd int) (n int, drained bool, err error) {
 	rd.makeRoom()
 	room := len(rd.buf) - rd.w
-	n, err = rawIO(syscall.SYS_READ, uintptr(fd), rd.buf[rd.w:])
+	n, err = rawio.Read(uintptr(fd), rd.buf[rd.w:])
 	rd.w += n
 	return n, n < room, err
-}
-
-// rawIO is read(2) or write(2) of p on a non-blocking descriptor, made
-// without telling the scheduler: it cannot block, and on this VM the
-// scheduler's hand-off around a system call (entersyscall waking sysmon)
-// was 3% of a -P 1 SET. n is 0 when err is set.
-func rawIO(trap, fd uintptr, p []byte) (n int, err error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	r, _, errno := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(r), nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/decode"
+	"github.com/pgcache/pgcache/internal/rawio"
 )
 
 func TestRegistered(t *testing.T) {
@@ -131,6 +132,31 @@ func TestCommandTimeout(t *testing.T) {
 	cancel()
 	if _, _, err := s.Get(cctx, "k"); !errors.Is(err, context.Canceled) || errors.Is(err, backends.ErrUnavailable) {
 		t.Fatalf("Get with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+// Sessions of both pools read and write with raw system calls (package
+// rawio), and queries through them work.
+func TestSessionsUseRawIO(t *testing.T) {
+	d := newDriver(t, Options{})
+	ctx := testCtx(t)
+	for _, durability := range []string{DurabilityStandard, DurabilityAsync} {
+		pool, err := d.poolFor(durability)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := conn.Conn().PgConn().Conn().(*rawio.Conn); !ok {
+			t.Errorf("%s pool: session over %T, want *rawio.Conn", durability, conn.Conn().PgConn().Conn())
+		}
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT length(repeat('x', 1000000))").Scan(&n); err != nil || n != 1000000 {
+			t.Errorf("%s pool: query = %d, %v", durability, n, err)
+		}
+		conn.Release()
 	}
 }
 

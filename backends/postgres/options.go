@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"runtime"
 	"strconv"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgcache/pgcache/internal/decode"
+	"github.com/pgcache/pgcache/internal/rawio"
 )
 
 // Defaults of the options, in one place.
@@ -127,6 +130,17 @@ func (o *Options) poolConfig(params map[string]string) (*pgxpool.Config, error) 
 	}
 	for k, v := range params {
 		cc.RuntimeParams[k] = v
+	}
+	// Sessions read and write their sockets with raw system calls (see
+	// package rawio): mostly idle between queries, pgcache otherwise woke
+	// the runtime's monitor thread on nearly every one.
+	dial := cc.DialFunc
+	cc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return rawio.Wrap(nc), nil
 	}
 	return cfg, nil
 }

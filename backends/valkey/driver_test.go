@@ -1,10 +1,14 @@
 package valkey
 
 import (
+	"crypto/tls"
 	"errors"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/rawio"
 )
 
 func TestOpen(t *testing.T) {
@@ -66,4 +70,37 @@ func TestOpen(t *testing.T) {
 			t.Fatal("Open after Close succeeded")
 		}
 	})
+}
+
+// Plain connections to Valkey read and write with raw system calls
+// (package rawio); TLS ones are dialed as valkey-go dials them.
+func TestDialRaw(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			nc.Close()
+		}
+	}()
+	nc, err := dial(ctxT(t), ln.Addr().String(), &net.Dialer{Timeout: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, ok := nc.(*rawio.Conn); !ok {
+		t.Errorf("plain dial gave %T, want *rawio.Conn", nc)
+	}
+	// The server closes at once: a TLS handshake fails, as valkey-go's own
+	// dial would, rather than hand back a connection that is not TLS.
+	if nc, err := dial(ctxT(t), ln.Addr().String(), &net.Dialer{Timeout: 5 * time.Second}, &tls.Config{ServerName: "x"}); err == nil {
+		nc.Close()
+		t.Error("a TLS dial to a server that speaks no TLS succeeded")
+	}
 }

@@ -1,6 +1,7 @@
 package valkey
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/pgcache/pgcache/internal/decode"
+	"github.com/pgcache/pgcache/internal/rawio"
 )
 
 // Defaults of Options.
@@ -191,6 +193,7 @@ func (o *Options) clientOption() (valkey.ClientOption, error) {
 		PipelineMultiplex: pipelineMultiplex(o.ConnsPerNode),
 		DisableCache:      o.ClientCache == nil,
 		RetryDelay:        retryDelay,
+		DialCtxFn:         dial,
 	}
 	if o.TLS.Enabled {
 		cfg, err := o.TLS.config()
@@ -200,6 +203,20 @@ func (o *Options) clientOption() (valkey.ClientOption, error) {
 		opt.TLSConfig = cfg
 	}
 	return opt, nil
+}
+
+// dial connects as valkey-go does, and a plain TCP connection reads and
+// writes with raw system calls (see package rawio).
+func dial(ctx context.Context, dst string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+	if tc != nil {
+		td := tls.Dialer{NetDialer: d, Config: tc}
+		return td.DialContext(ctx, "tcp", dst)
+	}
+	nc, err := d.DialContext(ctx, "tcp", dst)
+	if err != nil {
+		return nil, err
+	}
+	return rawio.Wrap(nc), nil
 }
 
 // pipelineMultiplex turns a connection count into valkey-go's exponent,
