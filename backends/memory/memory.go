@@ -57,23 +57,10 @@ func (e errMaxBytes) Error() string {
 	return "max_bytes: " + strconv.FormatInt(int64(e), 10) + " must be positive"
 }
 
-// item is a stored value. exp is a unix time in nanoseconds, 0 for none.
-type item struct {
-	val []byte
-	exp int64
-}
-
-func (it item) live(now int64) bool { return it.exp == 0 || it.exp > now }
-
-// alive is live against the clock, read only for an item with a deadline:
-// on a VM whose clock source is kvm-clock a read of the clock cost a third
-// of a GET.
-func (it item) alive() bool { return it.exp == 0 || it.exp > now() }
-
 // cache is one route's otter cache. Keys are plain strings: otter hashes a
 // string key in half the time of a {namespace, key} struct, and a route's
 // keys need no namespace when the route has its cache to itself.
-type cache = otter.Cache[string, item]
+type cache = otter.Cache[string, *item]
 
 // Driver is a byte budget shared by the routes that open it: each route
 // has an otter cache of its own, and the budget is split evenly between
@@ -100,11 +87,11 @@ func NewDriver(name string, maxBytes int64) *Driver {
 }
 
 func newCache(maxBytes int64, clock otter.Clock) *cache {
-	return otter.Must(&otter.Options[string, item]{
+	return otter.Must(&otter.Options[string, *item]{
 		MaximumWeight: uint64(maxBytes),
 		Weigher:       weigh,
 		// otter frees expired items; reads check the deadline themselves.
-		ExpiryCalculator: coarse.Expiry(func(it item) int64 { return it.exp }),
+		ExpiryCalculator: coarse.Expiry(func(it *item) int64 { return it.exp }),
 		Clock:            clock,
 		Executor:         inline,
 	})
@@ -118,8 +105,8 @@ func newCache(maxBytes int64, clock otter.Clock) *cache {
 // deletion callback, which is what an inline executor forbids.
 func inline(fn func()) { fn() }
 
-func weigh(k string, it item) uint32 {
-	w := uint64(len(k)) + uint64(len(it.val)) + entryOverhead
+func weigh(k string, it *item) uint32 {
+	w := uint64(len(k)) + uint64(it.n) + entryOverhead
 	return uint32(min(w, math.MaxUint32))
 }
 

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"strings"
@@ -48,16 +47,8 @@ func deadline(t backends.TTL, oldExp int64, n int64) int64 {
 	return 0
 }
 
-// clone copies a borrowed value; an empty value stays non-nil.
-func clone(v []byte) []byte {
-	if v == nil {
-		return []byte{}
-	}
-	return bytes.Clone(v)
-}
-
 // get looks k up; otter's policy hears of one read in sampled.Rate.
-func (s *Store) get(k string) (item, bool) { return sampled.Get(s.c, k) }
+func (s *Store) get(k string) (*item, bool) { return sampled.Get(s.c, k) }
 
 // Get returns the value of a live key.
 func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
@@ -65,7 +56,7 @@ func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
 	if !ok || !it.alive() {
 		return nil, false, nil
 	}
-	return it.val, true, nil
+	return it.val(), true, nil
 }
 
 // MGet appends the value of each key, or nil, to dst.
@@ -80,7 +71,7 @@ func (s *Store) MGet(_ context.Context, keys []string, dst [][]byte) ([][]byte, 
 			dst = append(dst, nil)
 			continue
 		}
-		dst = append(dst, it.val)
+		dst = append(dst, it.val())
 	}
 	return dst, nil
 }
@@ -96,15 +87,15 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 				return backends.SetResult{Stored: true}, nil
 			}
 		}
-		s.c.Set(s.owned(k), item{val: clone(val), exp: exp})
+		s.c.Set(s.owned(k), newItem(val, exp))
 		return backends.SetResult{Stored: true}, nil
 	}
 	n := now()
 	var res backends.SetResult
-	s.c.Compute(s.owned(k), func(old item, found bool) (item, otter.ComputeOp) {
+	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
 		live := found && old.live(n)
 		if opts.Get && live {
-			res.Old, res.OldFound = old.val, true
+			res.Old, res.OldFound = old.val(), true
 		}
 		if (opts.Cond == backends.SetIfAbsent && live) || (opts.Cond == backends.SetIfPresent && !live) {
 			return old, otter.CancelOp
@@ -116,9 +107,9 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 		}
 		exp := deadline(opts.TTL, oldExp, n)
 		if exp != 0 && exp <= n {
-			return item{}, otter.InvalidateOp
+			return nil, otter.InvalidateOp
 		}
-		return item{val: clone(val), exp: exp}, otter.WriteOp
+		return newItem(val, exp), otter.WriteOp
 	})
 	return res, nil
 }
@@ -127,7 +118,7 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 // reader may see some pairs before others.
 func (s *Store) MSet(_ context.Context, pairs []backends.KV) error {
 	for _, p := range pairs {
-		s.c.Set(s.owned(p.Key), item{val: clone(p.Val)})
+		s.c.Set(s.owned(p.Key), newItem(p.Val, 0))
 	}
 	return nil
 }
@@ -160,7 +151,7 @@ func (s *Store) GetDel(_ context.Context, k string) ([]byte, bool, error) {
 	if !ok || !it.live(now()) {
 		return nil, false, nil
 	}
-	return it.val, true, nil
+	return it.val(), true, nil
 }
 
 // GetEx returns a live key's value and sets its expiry.
@@ -172,16 +163,16 @@ func (s *Store) GetEx(ctx context.Context, k string, ttl backends.TTL) ([]byte, 
 	var val []byte
 	var found bool
 	// owned: a write stores the key it was called with, not the entry's.
-	s.c.ComputeIfPresent(s.owned(k), func(old item) (item, otter.ComputeOp) {
+	s.c.ComputeIfPresent(s.owned(k), func(old *item) (*item, otter.ComputeOp) {
 		if !old.live(n) {
 			return old, otter.InvalidateOp
 		}
-		val, found = old.val, true
+		val, found = old.val(), true
 		exp := deadline(ttl, old.exp, n)
 		if exp != 0 && exp <= n {
-			return item{}, otter.InvalidateOp
+			return nil, otter.InvalidateOp
 		}
-		return item{val: old.val, exp: exp}, otter.WriteOp
+		return newItem(val, exp), otter.WriteOp
 	})
 	return val, found, nil
 }
@@ -191,10 +182,10 @@ func (s *Store) IncrBy(_ context.Context, k string, delta int64) (int64, error) 
 	n := now()
 	var result int64
 	var err error
-	s.c.Compute(s.owned(k), func(old item, found bool) (item, otter.ComputeOp) {
+	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
 		var cur, exp int64
 		if found && old.live(n) {
-			v, ok := backends.ParseInt(old.val)
+			v, ok := backends.ParseInt(old.val())
 			if !ok {
 				err = backends.ErrNotInteger
 				return old, otter.CancelOp
@@ -206,7 +197,8 @@ func (s *Store) IncrBy(_ context.Context, k string, delta int64) (int64, error) 
 			return old, otter.CancelOp
 		}
 		result = cur + delta
-		return item{val: strconv.AppendInt(nil, result, 10), exp: exp}, otter.WriteOp
+		var digits [20]byte
+		return newItem(strconv.AppendInt(digits[:0], result, 10), exp), otter.WriteOp
 	})
 	return result, err
 }
@@ -221,7 +213,7 @@ func (s *Store) Expire(_ context.Context, k string, ttl backends.TTL, cond backe
 	n := now()
 	changed := false
 	// owned: a write stores the key it was called with, not the entry's.
-	s.c.ComputeIfPresent(s.owned(k), func(old item) (item, otter.ComputeOp) {
+	s.c.ComputeIfPresent(s.owned(k), func(old *item) (*item, otter.ComputeOp) {
 		if !old.live(n) {
 			return old, otter.InvalidateOp
 		}
@@ -230,7 +222,7 @@ func (s *Store) Expire(_ context.Context, k string, ttl backends.TTL, cond backe
 				return old, otter.CancelOp
 			}
 			changed = true
-			return item{val: old.val}, otter.WriteOp
+			return newItem(old.val(), 0), otter.WriteOp
 		}
 		exp := deadline(ttl, old.exp, n)
 		if !backends.ExpireAllowed(cond, old.exp, exp) {
@@ -238,9 +230,9 @@ func (s *Store) Expire(_ context.Context, k string, ttl backends.TTL, cond backe
 		}
 		changed = true
 		if exp <= n {
-			return item{}, otter.InvalidateOp
+			return nil, otter.InvalidateOp
 		}
-		return item{val: old.val, exp: exp}, otter.WriteOp
+		return newItem(old.val(), exp), otter.WriteOp
 	})
 	return changed, nil
 }
