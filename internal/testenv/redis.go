@@ -3,6 +3,8 @@ package testenv
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -39,7 +41,8 @@ type Redis struct {
 	Dir     string // its working directory and log, removed by Stop
 	LogFile string
 	Port    int
-	Cluster bool // a one-node cluster that serves every slot
+	Cluster bool      // a one-node cluster that serves every slot
+	TLS     *RedisTLS // TLS only on Port; nil: plain TCP
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -73,7 +76,21 @@ func StartRedis() (*Redis, error) { return startRedis(false) }
 // no key is ever MOVED), which is enough to exercise their cluster code.
 func StartRedisCluster() (*Redis, error) { return startRedis(true) }
 
-func startRedis(cluster bool) (*Redis, error) {
+// RedisTLS are the PEM files of a server that speaks only TLS. Clients
+// are asked for a certificate signed by CA but may go without one
+// (tls-auth-clients optional): one server tests both.
+type RedisTLS struct {
+	Cert, Key string // the server's certificate and key
+	CA        string // the CA that signed it, and that client certificates must chain to
+}
+
+// StartRedisTLS starts a server as StartRedis does, speaking only TLS on
+// its port.
+func StartRedisTLS(files RedisTLS) (*Redis, error) { return startRedisWith(false, &files) }
+
+func startRedis(cluster bool) (*Redis, error) { return startRedisWith(cluster, nil) }
+
+func startRedisWith(cluster bool, tlsFiles *RedisTLS) (*Redis, error) {
 	bin, err := redisBinary()
 	if err != nil {
 		return nil, err
@@ -82,7 +99,7 @@ func startRedis(cluster bool) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{Binary: bin, Dir: dir, LogFile: filepath.Join(dir, "server.log"), Cluster: cluster}
+	r := &Redis{Binary: bin, Dir: dir, LogFile: filepath.Join(dir, "server.log"), Cluster: cluster, TLS: tlsFiles}
 	// A port taken between FreePort and the server's bind fails the start;
 	// another port then does.
 	for range 3 {
@@ -190,15 +207,20 @@ func (r *Redis) startLocked() error {
 	}
 	defer logf.Close() // the child holds its own copy
 	logStart, _ := logf.Seek(0, 2)
-	args := []string{
-		"--port", strconv.Itoa(r.Port),
+	port := []string{"--port", strconv.Itoa(r.Port)}
+	if r.TLS != nil {
+		port = []string{"--port", "0", "--tls-port", strconv.Itoa(r.Port),
+			"--tls-cert-file", r.TLS.Cert, "--tls-key-file", r.TLS.Key,
+			"--tls-ca-cert-file", r.TLS.CA, "--tls-auth-clients", "optional"}
+	}
+	args := append(port,
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
 		"--daemonize", "no",
 		"--dir", r.Dir,
 		"--logfile", "", // stdout, which is the log file
-	}
+	)
 	if r.Cluster {
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	}
@@ -326,6 +348,13 @@ func (r *Redis) Do(ctx context.Context, args ...string) (string, error) {
 	defer conn.Close()
 	deadline, _ := ctx.Deadline()
 	conn.SetDeadline(deadline)
+	if r.TLS != nil {
+		cfg, err := r.TLS.clientConfig()
+		if err != nil {
+			return "", err
+		}
+		conn = tls.Client(conn, cfg)
+	}
 	var req strings.Builder
 	fmt.Fprintf(&req, "*%d\r\n", len(args))
 	for _, a := range args {
@@ -335,6 +364,19 @@ func (r *Redis) Do(ctx context.Context, args ...string) (string, error) {
 		return "", err
 	}
 	return redisReadReply(bufio.NewReader(conn))
+}
+
+// clientConfig trusts the server's CA, and presents no certificate.
+func (f *RedisTLS) clientConfig() (*tls.Config, error) {
+	pem, err := os.ReadFile(f.CA)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("testenv: %s holds no PEM certificate", f.CA)
+	}
+	return &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}, nil
 }
 
 func redisReadReply(br *bufio.Reader) (string, error) {

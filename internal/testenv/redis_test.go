@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/pgcache/pgcache/internal/certs/certstest"
 )
 
 func TestRedisLifecycle(t *testing.T) {
@@ -149,4 +151,29 @@ func TestRedisCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	check()
+}
+
+// A TLS server answers over TLS (Do speaks it), refuses plain RESP, and
+// comes back on Restart.
+func TestRedisTLS(t *testing.T) {
+	files := certstest.Generate(t, t.TempDir())
+	r, err := StartRedisTLS(RedisTLS{Cert: files.ServerCert, Key: files.ServerKey, CA: files.CA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	ctx := context.Background()
+	if v, err := r.Do(ctx, "SET", "k", "v"); err != nil || v != "OK" {
+		t.Fatalf("SET over TLS = %q, %v", v, err)
+	}
+	plain := &Redis{Port: r.Port} // same port, no TLS
+	if v, err := plain.Do(ctx, "PING"); err == nil {
+		t.Errorf("plain PING to a TLS-only server = %q, want an error", v)
+	}
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := r.Do(ctx, "PING"); err != nil || v != "PONG" {
+		t.Errorf("PING over TLS after Restart = %q, %v", v, err)
+	}
 }
