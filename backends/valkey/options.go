@@ -3,16 +3,15 @@ package valkey
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/bits"
 	"net"
-	"os"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/pgcache/pgcache/internal/certs"
 	"github.com/pgcache/pgcache/internal/decode"
 	"github.com/pgcache/pgcache/internal/rawio"
 )
@@ -161,14 +160,11 @@ func (t *TLSOptions) config() (*tls.Config, error) {
 		InsecureSkipVerify: t.InsecureSkipVerify,
 	}
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+		pool, err := certs.Pool(t.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("tls.ca_file: %w", err)
 		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls.ca_file: %q holds no PEM certificate", t.CAFile)
-		}
+		cfg.RootCAs = pool
 	}
 	if t.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)

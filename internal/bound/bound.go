@@ -44,9 +44,6 @@ type shared struct {
 // New returns a Shared with the given timeout, which must be positive.
 func New(timeout time.Duration) *Shared { return &Shared{timeout: timeout} }
 
-// Timeout is the bound calls get.
-func (s *Shared) Timeout() time.Duration { return s.timeout }
-
 // Of returns ctx bounded by the timeout, unless its own deadline is
 // sooner. Callers must not cancel it: others may hold it.
 func (s *Shared) Of(ctx context.Context) context.Context {

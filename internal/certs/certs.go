@@ -33,18 +33,27 @@ func Load(f Files) (*tls.Config, error) {
 		MinVersion:   tls.VersionTLS12,
 	}
 	if f.ClientCAFile != "" {
-		pem, err := os.ReadFile(f.ClientCAFile)
+		pool, err := Pool(f.ClientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("tls: client_ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls: client_ca_file %q: no PEM certificate in it", f.ClientCAFile)
 		}
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
+}
+
+// Pool reads a PEM bundle of CA certificates. Errors name the file.
+func Pool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%q: no PEM certificate in it", file)
+	}
+	return pool, nil
 }
 
 // Reloadable is a TLS config whose content Store replaces.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pgcache/pgcache/internal/certs"
 )
 
 // RedisInstall is the Debian command that provides a server StartRedis can
@@ -368,13 +369,9 @@ func (r *Redis) Do(ctx context.Context, args ...string) (string, error) {
 
 // clientConfig trusts the server's CA, and presents no certificate.
 func (f *RedisTLS) clientConfig() (*tls.Config, error) {
-	pem, err := os.ReadFile(f.CA)
+	roots, err := certs.Pool(f.CA)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("testenv: %s holds no PEM certificate", f.CA)
 	}
 	return &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}, nil
 }
