@@ -12,8 +12,8 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/internal/coarse"
 	"github.com/pgcache/pgcache/internal/sampled"
+	"github.com/pgcache/pgcache/internal/sweep"
 )
 
 // L1 is the options of an in-process tier in front of a fenced backend.
@@ -53,7 +53,8 @@ type Tier struct {
 	table   *Table
 	ttl     time.Duration
 	cache   *otter.Cache[string, entry]
-	clock   *otter.CoarseClock // otter's, see package coarse
+	clock   *otter.CoarseClock // otter's, read by sweeps
+	sweep   *sweep.Sweeper[entry]
 
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -100,7 +101,7 @@ func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
 		table:   f.Table(fenced.FenceTable()),
 		ttl:     opts.TTL,
 		flights: map[string]*flight{},
-		clock:   coarse.NewClock(),
+		clock:   sweep.NewClock(),
 	}
 	t.expiry, _ = b.(backends.ExpiryReader)
 	t.cache = otter.Must(&otter.Options[string, entry]{
@@ -108,10 +109,11 @@ func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
 		Weigher: func(k string, e entry) uint32 {
 			return uint32(min(uint64(len(k)+len(e.val)+entryOverhead), math.MaxUint32))
 		},
-		// otter frees expired entries; hits check the deadline themselves.
-		ExpiryCalculator: coarse.Expiry(func(e entry) int64 { return e.exp }),
-		Clock:            t.clock,
+		// No ExpiryCalculator: hits check each entry's deadline, and the
+		// sweeper frees expired entries (see package sweep).
+		Clock: t.clock,
 	})
+	t.sweep = sweep.Start(t.cache, func(e entry) int64 { return e.exp })
 	return t, nil
 }
 
@@ -226,6 +228,9 @@ func (t *Tier) fill(key string, val []byte, tok Token, h uint64, ttl time.Durati
 		e.exp = time.Now().Add(life).UnixNano()
 	}
 	t.cache.Set(key, e)
+	if e.exp != 0 {
+		t.sweep.Wrote(e.exp)
+	}
 	t.Stats.FillsStored.Add(1)
 }
 
@@ -387,6 +392,7 @@ func (t *Tier) Entries(fn func(key string, val []byte) bool) {
 // Close drops the L1 and closes the backend.
 func (t *Tier) Close() error {
 	t.closed.Store(true)
+	t.sweep.Stop()
 	t.cache.InvalidateAll()
 	t.cache.StopAllGoroutines()
 	t.clock.Stop()

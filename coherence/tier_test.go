@@ -317,6 +317,26 @@ func TestEntryBoundByRowTTL(t *testing.T) {
 	}
 }
 
+// Expired L1 entries give their memory back; the others stay.
+func TestExpiredEntriesAreFreed(t *testing.T) {
+	tier, m, _ := newTier(t, true)
+	short := backends.SetOptions{TTL: backends.TTL{Mode: backends.TTLRelative, D: 50 * time.Millisecond}}
+	for i := range 100 {
+		if _, err := m.Backend.Set(ctx, fmt.Sprint("short", i), []byte("v"), short); err != nil {
+			t.Fatal(err)
+		}
+		writeElsewhere(t, m, fmt.Sprint("keep", i), "v")
+		get(t, tier, fmt.Sprint("short", i))
+		get(t, tier, fmt.Sprint("keep", i))
+	}
+	for end := time.Now().Add(10 * time.Second); tier.cache.EstimatedSize() > 100 && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := tier.cache.EstimatedSize(); n != 100 {
+		t.Fatalf("L1 holds %d entries, want the 100 without a lifetime", n)
+	}
+}
+
 func TestFencesRaiseConcurrently(t *testing.T) {
 	f := NewFences(16)
 	f.SetOnline(true)

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/internal/coarse"
 	"github.com/pgcache/pgcache/internal/decode"
+	"github.com/pgcache/pgcache/internal/sweep"
 )
 
 // TypeName is the `type:` of this backend in the config.
@@ -69,31 +69,44 @@ type Driver struct {
 	name     string
 	maxBytes int64
 
-	clock *otter.CoarseClock // otter's, see package coarse
+	clock *otter.CoarseClock // otter's, read by sweeps (see package sweep)
 
 	mu     sync.Mutex
 	routes map[string]*routeCache // by route name: a reload reopens the same cache
 }
 
 type routeCache struct {
-	c    *cache
-	refs int // open Stores: a reload opens the new before it closes the old
+	c     *cache
+	sweep *sweep.Sweeper[*item]
+	refs  int // open Stores: a reload opens the new before it closes the old
+}
+
+func newRouteCache(maxBytes int64, clock otter.Clock) *routeCache {
+	c := newCache(maxBytes, clock)
+	return &routeCache{c: c, sweep: sweep.Start(c, func(it *item) int64 { return it.exp })}
+}
+
+// drop empties and stops the cache.
+func (rc *routeCache) drop() {
+	rc.sweep.Stop()
+	rc.c.InvalidateAll()
+	rc.c.StopAllGoroutines()
 }
 
 // NewDriver returns a memory driver bounded by maxBytes.
 func NewDriver(name string, maxBytes int64) *Driver {
 	return &Driver{name: name, maxBytes: maxBytes, routes: map[string]*routeCache{},
-		clock: coarse.NewClock()}
+		clock: sweep.NewClock()}
 }
 
 func newCache(maxBytes int64, clock otter.Clock) *cache {
 	return otter.Must(&otter.Options[string, *item]{
 		MaximumWeight: uint64(maxBytes),
 		Weigher:       weigh,
-		// otter frees expired items; reads check the deadline themselves.
-		ExpiryCalculator: coarse.Expiry(func(it *item) int64 { return it.exp }),
-		Clock:            clock,
-		Executor:         inline,
+		// No ExpiryCalculator: reads check each item's deadline, and the
+		// route's sweeper frees expired items (see package sweep).
+		Clock:    clock,
+		Executor: inline,
 	})
 }
 
@@ -120,12 +133,12 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 	defer d.mu.Unlock()
 	rc, ok := d.routes[spec.Name]
 	if !ok {
-		rc = &routeCache{c: newCache(d.maxBytes, d.clock)}
+		rc = newRouteCache(d.maxBytes, d.clock)
 		d.routes[spec.Name] = rc
 		d.rebalanceLocked()
 	}
 	rc.refs++
-	return &Store{c: rc.c, release: func() { d.release(spec.Name, rc) }}, nil
+	return &Store{c: rc.c, sweep: rc.sweep, release: func() { d.release(spec.Name, rc) }}, nil
 }
 
 // release drops a route's cache when its last Store closes.
@@ -136,8 +149,7 @@ func (d *Driver) release(name string, rc *routeCache) {
 		return
 	}
 	delete(d.routes, name)
-	rc.c.InvalidateAll()
-	rc.c.StopAllGoroutines()
+	rc.drop()
 	d.rebalanceLocked()
 }
 
@@ -169,8 +181,7 @@ func (d *Driver) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for name, rc := range d.routes {
-		rc.c.InvalidateAll()
-		rc.c.StopAllGoroutines()
+		rc.drop()
 		delete(d.routes, name)
 	}
 	d.clock.Stop()

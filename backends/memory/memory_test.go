@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/backendtest"
@@ -82,6 +83,38 @@ func TestMaxBytes(t *testing.T) {
 	c.CleanUp()
 	if used := c.WeightedSize(); used > budget {
 		t.Fatalf("cache holds %d bytes, over its %d budget", used, budget)
+	}
+}
+
+// Expired keys give their memory back: the route's sweeper frees keys
+// set with a lifetime, by SET and by EXPIRE, and leaves the others.
+func TestExpiredKeysAreFreed(t *testing.T) {
+	d := NewDriver("mem", 64<<20)
+	defer d.Close()
+	b := open(t, d, "r")
+	ctx := context.Background()
+	short := backends.TTL{Mode: backends.TTLRelative, D: 50 * time.Millisecond}
+	for i := range 1000 {
+		if _, err := b.Set(ctx, fmt.Sprintf("px%d", i), []byte("v"), backends.SetOptions{TTL: short}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Set(ctx, fmt.Sprintf("keep%d", i), []byte("v"), backends.SetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Set(ctx, "expire", []byte("v"), backends.SetOptions{})
+	if ok, err := b.Expire(ctx, "expire", short, backends.ExpireAlways); !ok || err != nil {
+		t.Fatalf("EXPIRE = %v, %v", ok, err)
+	}
+	c := b.(*Store).c
+	for end := time.Now().Add(10 * time.Second); c.EstimatedSize() > 1000 && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := c.EstimatedSize(); n != 1000 {
+		t.Fatalf("%d keys held, want the 1000 without a lifetime", n)
+	}
+	if _, ok, _ := b.Get(ctx, "keep999"); !ok {
+		t.Fatal("a key without a lifetime was freed")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/sampled"
+	"github.com/pgcache/pgcache/internal/sweep"
 )
 
 // Store is one route's cache of a memory driver.
@@ -21,6 +22,7 @@ import (
 // nothing and SET NX has exactly one winner.
 type Store struct {
 	c       *cache
+	sweep   *sweep.Sweeper[*item] // told of every item written with a deadline
 	release func()
 	closed  sync.Once
 }
@@ -48,6 +50,13 @@ func deadline(t backends.TTL, oldExp int64, n int64) int64 {
 }
 
 // get looks k up; otter's policy hears of one read in sampled.Rate.
+// wrote tells the sweeper of an item written with deadline exp (none: 0).
+func (s *Store) wrote(exp int64) {
+	if exp != 0 {
+		s.sweep.Wrote(exp)
+	}
+}
+
 func (s *Store) get(k string) (*item, bool) { return sampled.Get(s.c, k) }
 
 // Get returns the value of a live key.
@@ -88,10 +97,12 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 			}
 		}
 		s.c.Set(s.owned(k), newItem(val, exp))
+		s.wrote(exp)
 		return backends.SetResult{Stored: true}, nil
 	}
 	n := now()
 	var res backends.SetResult
+	var wrote int64
 	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
 		live := found && old.live(n)
 		if opts.Get && live {
@@ -109,8 +120,10 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 		if exp != 0 && exp <= n {
 			return nil, otter.InvalidateOp
 		}
+		wrote = exp
 		return newItem(val, exp), otter.WriteOp
 	})
+	s.wrote(wrote)
 	return res, nil
 }
 
@@ -162,6 +175,7 @@ func (s *Store) GetEx(ctx context.Context, k string, ttl backends.TTL) ([]byte, 
 	n := now()
 	var val []byte
 	var found bool
+	var wrote int64
 	// owned: a write stores the key it was called with, not the entry's.
 	s.c.ComputeIfPresent(s.owned(k), func(old *item) (*item, otter.ComputeOp) {
 		if !old.live(n) {
@@ -172,15 +186,17 @@ func (s *Store) GetEx(ctx context.Context, k string, ttl backends.TTL) ([]byte, 
 		if exp != 0 && exp <= n {
 			return nil, otter.InvalidateOp
 		}
+		wrote = exp
 		return newItem(val, exp), otter.WriteOp
 	})
+	s.wrote(wrote)
 	return val, found, nil
 }
 
 // IncrBy adds delta to the integer at k.
 func (s *Store) IncrBy(_ context.Context, k string, delta int64) (int64, error) {
 	n := now()
-	var result int64
+	var result, wrote int64
 	var err error
 	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
 		var cur, exp int64
@@ -196,10 +212,11 @@ func (s *Store) IncrBy(_ context.Context, k string, delta int64) (int64, error) 
 			err = backends.ErrOverflow
 			return old, otter.CancelOp
 		}
-		result = cur + delta
+		result, wrote = cur+delta, exp
 		var digits [20]byte
 		return newItem(strconv.AppendInt(digits[:0], result, 10), exp), otter.WriteOp
 	})
+	s.wrote(wrote)
 	return result, err
 }
 
@@ -212,6 +229,7 @@ const (
 func (s *Store) Expire(_ context.Context, k string, ttl backends.TTL, cond backends.ExpireCond) (bool, error) {
 	n := now()
 	changed := false
+	var wrote int64
 	// owned: a write stores the key it was called with, not the entry's.
 	s.c.ComputeIfPresent(s.owned(k), func(old *item) (*item, otter.ComputeOp) {
 		if !old.live(n) {
@@ -232,8 +250,10 @@ func (s *Store) Expire(_ context.Context, k string, ttl backends.TTL, cond backe
 		if exp <= n {
 			return nil, otter.InvalidateOp
 		}
+		wrote = exp
 		return newItem(old.val(), exp), otter.WriteOp
 	})
+	s.wrote(wrote)
 	return changed, nil
 }
 
