@@ -194,14 +194,19 @@ func (d *Driver) Info(context.Context) [][2]string {
 	defer d.mu.Unlock()
 	var entries int
 	var used uint64
+	var expired int64
 	for _, rc := range d.routes {
 		entries += rc.c.EstimatedSize()
 		used += rc.c.WeightedSize()
+		expired += rc.sweep.Freed()
 	}
 	return [][2]string{
 		{"backend_" + d.name + "_entries", strconv.Itoa(entries)},
 		{"backend_" + d.name + "_used_bytes", strconv.FormatUint(used, 10)},
 		{"backend_" + d.name + "_max_bytes", strconv.FormatInt(d.maxBytes, 10)},
+		// as Redis's expired_keys, but only what the sweepers of the open
+		// routes freed: an expired key overwritten first is not counted
+		{"backend_" + d.name + "_expired_keys", strconv.FormatInt(expired, 10)},
 	}
 }
 

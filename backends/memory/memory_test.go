@@ -116,6 +116,15 @@ func TestExpiredKeysAreFreed(t *testing.T) {
 	if _, ok, _ := b.Get(ctx, "keep999"); !ok {
 		t.Fatal("a key without a lifetime was freed")
 	}
+	expired := "(none)"
+	for _, kv := range d.Info(ctx) {
+		if kv[0] == "backend_mem_expired_keys" {
+			expired = kv[1]
+		}
+	}
+	if expired != "1001" {
+		t.Errorf("INFO backend_mem_expired_keys: %s, want 1001", expired)
+	}
 }
 
 func TestConcurrentIncrAndSetNX(t *testing.T) {
