@@ -49,7 +49,6 @@ func deadline(t backends.TTL, oldExp int64, n int64) int64 {
 	return 0
 }
 
-// get looks k up; otter's policy hears of one read in sampled.Rate.
 // wrote tells the sweeper of an item written with deadline exp (none: 0).
 func (s *Store) wrote(exp int64) {
 	if exp != 0 {
@@ -57,6 +56,7 @@ func (s *Store) wrote(exp int64) {
 	}
 }
 
+// get looks k up; otter's policy hears of one read in sampled.Rate.
 func (s *Store) get(k string) (*item, bool) { return sampled.Get(s.c, k) }
 
 // Get returns the value of a live key.
