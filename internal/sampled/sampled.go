@@ -8,7 +8,9 @@
 // read buffer is lossy by design (it drops reads when it is full), and a
 // key that is read often is still heard of often when only some reads are
 // told: TestHitRatio checks that a skewed workload in a cache too small for
-// it keeps its hit ratio.
+// it keeps its hit ratio. (The caches of pgcache have no otter expiry, see
+// package sweep, so otter skips the buffer of one that is less than half
+// full; sampling is what a full cache saves.)
 package sampled
 
 import (
