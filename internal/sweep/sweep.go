@@ -16,9 +16,11 @@
 // deadline it knows of has passed, and invalidates what has expired. A walk
 // costs a visit per item, so walks are spaced at least a hundred times
 // their own length apart (and at least MinGap): the sweeper takes at most
-// about 1% of a core, and an expired item of a small cache holds its memory
-// about MinGap longer, of a cache of millions some seconds. A cache where
-// nothing carries a deadline is never walked.
+// about 1% of a core. A walk took 103 ns an item on the 2-core test machine
+// (BenchmarkWalk), so an expired item of a small cache holds its memory up
+// to about two MinGap longer, of a cache of a million items up to about
+// 10 s, of ten million about 100 s; a full cache evicts it meanwhile like
+// any cold item. A cache where nothing carries a deadline is never walked.
 package sweep
 
 import (

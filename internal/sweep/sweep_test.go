@@ -136,3 +136,25 @@ func TestStopDuringWalk(t *testing.T) {
 		t.Fatalf("a stopped walk freed all %d items", s.Freed())
 	}
 }
+
+// BenchmarkWalk measures a walk of a million items that are not expired:
+// its length, times spacing, is the least time between two walks.
+func BenchmarkWalk(b *testing.B) {
+	clock := NewClock()
+	defer clock.Stop()
+	c := otter.Must(&otter.Options[string, item]{Clock: clock})
+	defer c.StopAllGoroutines()
+	later := time.Now().Add(time.Hour).UnixNano()
+	const n = 1_000_000
+	for i := range n {
+		c.Set(strconv.Itoa(i), item{exp: later})
+	}
+	s := &Sweeper[item]{c: c, exp: func(it item) int64 { return it.exp }, stop: make(chan struct{})}
+	b.ResetTimer()
+	for range b.N {
+		if _, ok := s.walk(time.Now().UnixNano()); !ok {
+			b.Fatal("walk stopped")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/item")
+}
