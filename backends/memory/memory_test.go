@@ -223,3 +223,24 @@ func BenchmarkSet(b *testing.B) {
 		s.Set(ctx, "key:000042", val, backends.SetOptions{})
 	}
 }
+
+// BenchmarkSetSpread stores over 100,000 keys, as redis-benchmark -r 100000
+// does: after the first pass every SET replaces a value.
+func BenchmarkSetSpread(b *testing.B) {
+	d := NewDriver("mem", 64<<20)
+	defer d.Close()
+	s, _ := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
+	ctx := context.Background()
+	val := make([]byte, 100)
+	keys := make([]string, 100_000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key:%012d", i)
+		s.Set(ctx, keys[i], val, backends.SetOptions{})
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		s.Set(ctx, keys[i], val, backends.SetOptions{})
+		i = (i + 7919) % len(keys)
+	}
+}
