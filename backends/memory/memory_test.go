@@ -198,11 +198,20 @@ func TestOptions(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-func BenchmarkGet(b *testing.B) {
+// benchStore opens a route on a 64 MiB memory driver that lives as long as
+// the benchmark.
+func benchStore(b *testing.B) (backends.Backend, context.Context) {
 	d := NewDriver("mem", 64<<20)
-	defer d.Close()
-	s, _ := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
-	ctx := context.Background()
+	b.Cleanup(func() { d.Close() })
+	s, err := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, context.Background()
+}
+
+func BenchmarkGet(b *testing.B) {
+	s, ctx := benchStore(b)
 	s.Set(ctx, "key:000042", make([]byte, 100), backends.SetOptions{})
 	b.ReportAllocs()
 	for b.Loop() {
@@ -213,10 +222,7 @@ func BenchmarkGet(b *testing.B) {
 }
 
 func BenchmarkSet(b *testing.B) {
-	d := NewDriver("mem", 64<<20)
-	defer d.Close()
-	s, _ := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
-	ctx := context.Background()
+	s, ctx := benchStore(b)
 	val := make([]byte, 100)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -227,10 +233,7 @@ func BenchmarkSet(b *testing.B) {
 // BenchmarkSetSpread stores over 100,000 keys, as redis-benchmark -r 100000
 // does: after the first pass every SET replaces a value.
 func BenchmarkSetSpread(b *testing.B) {
-	d := NewDriver("mem", 64<<20)
-	defer d.Close()
-	s, _ := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
-	ctx := context.Background()
+	s, ctx := benchStore(b)
 	val := make([]byte, 100)
 	keys := make([]string, 100_000)
 	for i := range keys {
