@@ -35,20 +35,11 @@ type Backend interface {
 	Del(ctx context.Context, keys []string) (int64, error)
 	// Exists counts the keys that are present (a key named twice counts twice).
 	Exists(ctx context.Context, keys []string) (int64, error)
-	// GetDel returns the value of key and removes it.
-	GetDel(ctx context.Context, key string) (val []byte, ok bool, err error)
-	// GetEx returns the value of key and changes its expiry as ttl says
-	// (TTLKeep leaves it alone, TTLNone persists it).
-	GetEx(ctx context.Context, key string, ttl TTL) (val []byte, ok bool, err error)
-	// IncrBy adds delta to the decimal integer stored at key (an absent key
-	// counts as 0) and returns the new value, keeping the key's expiry.
-	// It fails with ErrNotInteger or ErrOverflow and then changes nothing.
-	IncrBy(ctx context.Context, key string, delta int64) (int64, error)
-	// Expire changes the expiry of an existing key. ttl is TTLRelative,
-	// TTLAt or TTLNone (PERSIST); a deadline that is not in the future
-	// deletes the key. It reports whether the key was changed: false when
-	// the key is absent, when cond refused, or (TTLNone) when it had no expiry.
-	Expire(ctx context.Context, key string, ttl TTL, cond ExpireCond) (bool, error)
+	// Update runs a read-modify-write of key atomically with respect to
+	// every other write of it (see Update): GETDEL, GETEX, INCRBY, EXPIRE
+	// and every command like them. It returns Apply's error, if any, and
+	// then changes nothing.
+	Update(ctx context.Context, key string, u Update) error
 	// TTL returns the remaining time to live of key, or TTLMissing / TTLPersistent.
 	TTL(ctx context.Context, key string) (time.Duration, error)
 	// Close releases what the backend holds. The driver closes what they share.

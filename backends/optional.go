@@ -58,3 +58,26 @@ type Expiring struct {
 	Val []byte
 	TTL time.Duration
 }
+
+// Wrapper is a Backend that wraps another (a route's metrics, an L1 tier).
+type Wrapper interface {
+	Unwrap() Backend
+}
+
+// As finds the capability T on b or, when b does not have it, on the
+// backends it wraps, outermost first. A wrapper that must see a capability's
+// calls (an L1 tier that drops what a flush removed) implements it itself,
+// and is found first; one that need not is passed through.
+func As[T any](b Backend) (T, bool) {
+	for {
+		if t, ok := b.(T); ok {
+			return t, true
+		}
+		w, ok := b.(Wrapper)
+		if !ok {
+			var zero T
+			return zero, false
+		}
+		b = w.Unwrap()
+	}
+}

@@ -46,15 +46,19 @@ type Tier struct {
 	route   string
 	prepare func(ctx context.Context) error // see Coordinator.AddTier
 	closed  atomic.Bool
-	b       backends.Backend
-	fenced  backends.Fenced
-	expiry  backends.ExpiryReader // nil: entries live for L1.TTL
-	f       *Fences
-	table   *Table
-	ttl     time.Duration
-	cache   *otter.Cache[string, entry]
-	clock   *otter.CoarseClock // otter's, read by sweeps
-	sweep   *sweep.Sweeper[entry]
+
+	// Backend is the store behind the tier. Operations that neither read
+	// through L1 nor write (Exists, TTL) go to it as they are.
+	backends.Backend
+
+	fenced backends.Fenced
+	expiry backends.ExpiryReader // nil: entries live for L1.TTL
+	f      *Fences
+	table  *Table
+	ttl    time.Duration
+	cache  *otter.Cache[string, entry]
+	clock  *otter.CoarseClock // otter's, read by sweeps
+	sweep  *sweep.Sweeper[entry]
 
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -95,7 +99,7 @@ func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
 		return nil, fmt.Errorf("l1: max_bytes must be positive")
 	}
 	t := &Tier{
-		b:       b,
+		Backend: b,
 		fenced:  fenced,
 		f:       f,
 		table:   f.Table(fenced.FenceTable()),
@@ -130,7 +134,7 @@ func (t *Tier) hash(key string) (uint64, error) {
 func (t *Tier) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	if !t.f.Online() {
 		t.Stats.Bypassed.Add(1)
-		return t.b.Get(ctx, key)
+		return t.Backend.Get(ctx, key)
 	}
 	if e, ok := sampled.Get(t.cache, key); ok {
 		if e.usable(t, time.Now().UnixNano()) {
@@ -144,7 +148,7 @@ func (t *Tier) Get(ctx context.Context, key string) ([]byte, bool, error) {
 		// A key the fences cannot name (or a bad one: the backend says
 		// so) is read from the backend and never cached.
 		t.Stats.Bypassed.Add(1)
-		return t.b.Get(ctx, key)
+		return t.Backend.Get(ctx, key)
 	}
 	t.Stats.Misses.Add(1)
 	return t.load(ctx, key, h)
@@ -188,7 +192,7 @@ func (t *Tier) load(ctx context.Context, key string, h uint64) ([]byte, bool, er
 	if t.expiry != nil {
 		fl.val, ttl, fl.ok, fl.err = t.expiry.GetWithTTL(context.WithoutCancel(ctx), owned)
 	} else {
-		fl.val, fl.ok, fl.err = t.b.Get(context.WithoutCancel(ctx), owned)
+		fl.val, fl.ok, fl.err = t.Backend.Get(context.WithoutCancel(ctx), owned)
 		ttl = backends.TTLPersistent
 	}
 	if t.afterLoad != nil {
@@ -238,7 +242,7 @@ func (t *Tier) fill(key string, val []byte, tok Token, h uint64, ttl time.Durati
 func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
 	if !t.f.Online() {
 		t.Stats.Bypassed.Add(int64(len(keys)))
-		return t.b.MGet(ctx, keys, dst)
+		return t.Backend.MGet(ctx, keys, dst)
 	}
 	base := len(dst)
 	now := time.Now().UnixNano()
@@ -282,7 +286,7 @@ func (t *Tier) readMany(ctx context.Context, keys []string) ([]backends.Expiring
 	if t.expiry != nil {
 		return t.expiry.MGetWithTTL(ctx, keys, nil)
 	}
-	vals, err := t.b.MGet(ctx, keys, nil)
+	vals, err := t.Backend.MGet(ctx, keys, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +312,7 @@ func (t *Tier) invalidate(keys ...string) {
 // Set writes through and fences the key.
 func (t *Tier) Set(ctx context.Context, key string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
 	defer t.invalidate(key)
-	return t.b.Set(ctx, key, val, opts)
+	return t.Backend.Set(ctx, key, val, opts)
 }
 
 // MSet writes through and fences the keys.
@@ -318,65 +322,26 @@ func (t *Tier) MSet(ctx context.Context, pairs []backends.KV) error {
 			t.invalidate(p.Key)
 		}
 	}()
-	return t.b.MSet(ctx, pairs)
+	return t.Backend.MSet(ctx, pairs)
 }
 
 // Del deletes through and fences the keys.
 func (t *Tier) Del(ctx context.Context, keys []string) (int64, error) {
 	defer t.invalidate(keys...)
-	return t.b.Del(ctx, keys)
+	return t.Backend.Del(ctx, keys)
 }
 
-// Exists asks the backend.
-func (t *Tier) Exists(ctx context.Context, keys []string) (int64, error) {
-	return t.b.Exists(ctx, keys)
-}
-
-// GetDel deletes through and fences the key.
-func (t *Tier) GetDel(ctx context.Context, key string) ([]byte, bool, error) {
+// Update writes through and fences the key.
+func (t *Tier) Update(ctx context.Context, key string, u backends.Update) error {
 	defer t.invalidate(key)
-	return t.b.GetDel(ctx, key)
-}
-
-// GetEx changes the expiry through, and fences the key when it did.
-func (t *Tier) GetEx(ctx context.Context, key string, ttl backends.TTL) ([]byte, bool, error) {
-	if ttl.Mode == backends.TTLKeep {
-		return t.Get(ctx, key)
-	}
-	defer t.invalidate(key)
-	return t.b.GetEx(ctx, key, ttl)
-}
-
-// IncrBy writes through and fences the key.
-func (t *Tier) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
-	defer t.invalidate(key)
-	return t.b.IncrBy(ctx, key, delta)
-}
-
-// Expire writes through and fences the key.
-func (t *Tier) Expire(ctx context.Context, key string, ttl backends.TTL, cond backends.ExpireCond) (bool, error) {
-	defer t.invalidate(key)
-	return t.b.Expire(ctx, key, ttl, cond)
-}
-
-// TTL asks the backend.
-func (t *Tier) TTL(ctx context.Context, key string) (time.Duration, error) {
-	return t.b.TTL(ctx, key)
+	return t.Backend.Update(ctx, key, u)
 }
 
 // Unwrap returns the backend behind the tier.
-func (t *Tier) Unwrap() backends.Backend { return t.b }
+func (t *Tier) Unwrap() backends.Backend { return t.Backend }
 
 // Route names the route the tier serves ("" when made by NewTier directly).
 func (t *Tier) Route() string { return t.route }
-
-// Len counts the keys of the backend behind the tier.
-func (t *Tier) Len(ctx context.Context) (int64, error) {
-	if s, ok := t.b.(backends.Sizer); ok {
-		return s.Len(ctx)
-	}
-	return 0, backends.ErrUnsupported
-}
 
 // Entries calls fn for each L1 entry that is still valid: the bench's
 // stale-entry audit compares them with PostgreSQL.
@@ -396,10 +361,10 @@ func (t *Tier) Close() error {
 	t.cache.InvalidateAll()
 	t.cache.StopAllGoroutines()
 	t.clock.Stop()
-	return t.b.Close()
+	return t.Backend.Close()
 }
 
 var (
 	_ backends.Backend = (*Tier)(nil)
-	_ backends.Sizer   = (*Tier)(nil)
+	_ backends.Wrapper = (*Tier)(nil)
 )

@@ -22,21 +22,12 @@ func (f failing) MGet(_ context.Context, _ []string, dst [][]byte) ([][]byte, er
 func (f failing) Set(context.Context, string, []byte, backends.SetOptions) (backends.SetResult, error) {
 	return backends.SetResult{Stored: f.stored}, f.err
 }
-func (f failing) MSet(context.Context, []backends.KV) error       { return f.err }
-func (f failing) Del(context.Context, []string) (int64, error)    { return 0, f.err }
-func (f failing) Exists(context.Context, []string) (int64, error) { return 0, f.err }
-func (f failing) GetDel(context.Context, string) ([]byte, bool, error) {
-	return nil, false, f.err
-}
-func (f failing) GetEx(context.Context, string, backends.TTL) ([]byte, bool, error) {
-	return nil, false, f.err
-}
-func (f failing) IncrBy(context.Context, string, int64) (int64, error) { return 0, f.err }
-func (f failing) Expire(context.Context, string, backends.TTL, backends.ExpireCond) (bool, error) {
-	return false, f.err
-}
-func (f failing) TTL(context.Context, string) (time.Duration, error) { return 0, f.err }
-func (f failing) Close() error                                       { return nil }
+func (f failing) MSet(context.Context, []backends.KV) error             { return f.err }
+func (f failing) Del(context.Context, []string) (int64, error)          { return 0, f.err }
+func (f failing) Exists(context.Context, []string) (int64, error)       { return 0, f.err }
+func (f failing) Update(context.Context, string, backends.Update) error { return f.err }
+func (f failing) TTL(context.Context, string) (time.Duration, error)    { return 0, f.err }
+func (f failing) Close() error                                          { return nil }
 
 // blocking is a memory-like backend whose Get waits for release, to hold a
 // request in flight. It reports each entry on entered and returns the ctx's

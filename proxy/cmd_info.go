@@ -95,7 +95,7 @@ func cmdInfo(c *conn, args [][]byte) {
 func (c *conn) keyCount() int64 {
 	var total int64
 	for _, r := range c.t.Routes() {
-		if s, ok := r.Backend.(backends.Sizer); ok && len(r.Prefixes) > 0 {
+		if s, ok := backends.As[backends.Sizer](r.Backend); ok && len(r.Prefixes) > 0 {
 			if n, err := s.Len(c.s.ctx); err == nil {
 				total += n
 			}

@@ -74,7 +74,7 @@ func expire(c *conn, args [][]byte, msPerUnit int64, name string) {
 			return
 		}
 	}
-	changed, err := r.Backend.Expire(c.s.ctx, k, relTTL(when, now), cond)
+	changed, err := backends.DoExpire(c.s.ctx, r.Backend, k, relTTL(when, now), cond)
 	c.writeBool(r, changed, err)
 }
 
@@ -149,7 +149,7 @@ func cmdPersist(c *conn, args [][]byte) {
 	if r == nil {
 		return
 	}
-	changed, err := r.Backend.Expire(c.s.ctx, k, backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways)
+	changed, err := backends.DoExpire(c.s.ctx, r.Backend, k, backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways)
 	c.writeBool(r, changed, err)
 }
 

@@ -149,7 +149,7 @@ func cmdDBSize(c *conn, _ [][]byte) {
 		if len(r.Prefixes) == 0 {
 			continue
 		}
-		s, ok := r.Backend.(backends.Sizer)
+		s, ok := backends.As[backends.Sizer](r.Backend)
 		if !ok {
 			continue
 		}

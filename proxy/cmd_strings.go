@@ -110,7 +110,7 @@ func cmdGetDel(c *conn, args [][]byte) {
 	if r == nil {
 		return
 	}
-	v, ok, err := r.Backend.GetDel(c.s.ctx, k)
+	v, ok, err := backends.DoGetDel(c.s.ctx, r.Backend, k)
 	c.writeValue(r, v, ok, err)
 }
 
@@ -146,7 +146,7 @@ func cmdGetEx(c *conn, args [][]byte) {
 		}
 		return
 	}
-	v, found, err := r.Backend.GetEx(c.s.ctx, k, ttl)
+	v, found, err := backends.DoGetEx(c.s.ctx, r.Backend, k, ttl)
 	c.writeValue(r, v, found, err)
 }
 
@@ -212,7 +212,7 @@ func (c *conn) incr(key []byte, delta int64) {
 	if r == nil {
 		return
 	}
-	n, err := r.Backend.IncrBy(c.s.ctx, k, delta)
+	n, err := backends.DoIncrBy(c.s.ctx, r.Backend, k, delta)
 	if err != nil {
 		c.backendErr(r, err)
 		return

@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 // Op is a backend operation, as labelled in metrics.
 type Op int
 
-// The operations of backends.Backend.
+// The operations of backends.Backend but Update, whose updates are
+// labelled by their own Op names ("incrby", "getdel").
 const (
 	OpGet Op = iota
 	OpMGet
@@ -22,15 +24,11 @@ const (
 	OpMSet
 	OpDel
 	OpExists
-	OpGetDel
-	OpGetEx
-	OpIncrBy
-	OpExpire
 	OpTTL
 	numOps
 )
 
-var opNames = [numOps]string{"get", "mget", "set", "mset", "del", "exists", "getdel", "getex", "incrby", "expire", "ttl"}
+var opNames = [numOps]string{"get", "mget", "set", "mset", "del", "exists", "ttl"}
 
 func (o Op) String() string { return opNames[o] }
 
@@ -78,9 +76,11 @@ type opMetrics struct {
 // instrumented wraps a route's backend with its metrics and value limit.
 type instrumented struct {
 	b            backends.Backend
+	route        string
 	maxValue     int64
 	m            *Metrics
 	ops          [numOps]opMetrics
+	updates      sync.Map // Update.Op() -> *opMetrics, resolved on first use
 	hits, misses prometheus.Counter
 }
 
@@ -88,23 +88,32 @@ func instrument(r *Route, m *Metrics) backends.Backend {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	in := &instrumented{b: r.Backend, maxValue: r.MaxValueBytes, m: m}
+	in := &instrumented{b: r.Backend, route: r.Name, maxValue: r.MaxValueBytes, m: m}
 	for op := range numOps {
-		in.ops[op] = opMetrics{
-			ok:      m.requests.WithLabelValues(r.Name, opNames[op], "ok"),
-			failed:  m.requests.WithLabelValues(r.Name, opNames[op], "error"),
-			latency: m.latency.WithLabelValues(r.Name, opNames[op]),
-		}
+		in.ops[op] = in.series(opNames[op])
 	}
 	in.hits = m.lookups.WithLabelValues(r.Name, "hit")
 	in.misses = m.lookups.WithLabelValues(r.Name, "miss")
 	return in
 }
 
+func (in *instrumented) series(op string) opMetrics {
+	return opMetrics{
+		ok:      in.m.requests.WithLabelValues(in.route, op, "ok"),
+		failed:  in.m.requests.WithLabelValues(in.route, op, "error"),
+		latency: in.m.latency.WithLabelValues(in.route, op),
+	}
+}
+
 func (in *instrumented) done(op Op, start time.Time, err error) {
-	o := &in.ops[op]
+	in.ops[op].observe(start, err)
+}
+
+func (o *opMetrics) observe(start time.Time, err error) {
 	o.latency.Observe(time.Since(start).Seconds())
-	if err != nil {
+	// A value that is not a number is the client's mistake, not a
+	// backend failure.
+	if err != nil && !errors.Is(err, backends.ErrNotInteger) && !errors.Is(err, backends.ErrOverflow) {
 		o.failed.Inc()
 		return
 	}
@@ -184,43 +193,36 @@ func (in *instrumented) Exists(ctx context.Context, keys []string) (int64, error
 	return n, err
 }
 
-func (in *instrumented) GetDel(ctx context.Context, key string) ([]byte, bool, error) {
-	start := time.Now()
-	v, ok, err := in.b.GetDel(ctx, key)
-	in.done(OpGetDel, start, err)
-	if err == nil {
-		in.lookup(ok)
+func (in *instrumented) Update(ctx context.Context, key string, u backends.Update) error {
+	op := u.Op()
+	o, ok := in.updates.Load(op)
+	if !ok {
+		s := in.series(op)
+		o, _ = in.updates.LoadOrStore(op, &s)
 	}
-	return v, ok, err
+	start := time.Now()
+	if in.maxValue > 0 {
+		u = limited{u, in.maxValue}
+	}
+	err := in.b.Update(ctx, key, u)
+	o.(*opMetrics).observe(start, err)
+	return err
 }
 
-func (in *instrumented) GetEx(ctx context.Context, key string, ttl backends.TTL) ([]byte, bool, error) {
-	start := time.Now()
-	v, ok, err := in.b.GetEx(ctx, key, ttl)
-	in.done(OpGetEx, start, err)
-	if err == nil {
-		in.lookup(ok)
-	}
-	return v, ok, err
+// limited holds an update's writes to the route's max_value_bytes.
+type limited struct {
+	backends.Update
+	max int64
 }
 
-func (in *instrumented) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
-	start := time.Now()
-	n, err := in.b.IncrBy(ctx, key, delta)
-	// A non-integer value is the client's mistake, not a backend failure.
-	if errors.Is(err, backends.ErrNotInteger) || errors.Is(err, backends.ErrOverflow) {
-		in.done(OpIncrBy, start, nil)
-		return n, err
-	}
-	in.done(OpIncrBy, start, err)
-	return n, err
-}
+func (l limited) Unwrap() backends.Update { return l.Update }
 
-func (in *instrumented) Expire(ctx context.Context, key string, ttl backends.TTL, cond backends.ExpireCond) (bool, error) {
-	start := time.Now()
-	ok, err := in.b.Expire(ctx, key, ttl, cond)
-	in.done(OpExpire, start, err)
-	return ok, err
+func (l limited) Apply(cur backends.Current) (backends.Change, error) {
+	ch, err := l.Update.Apply(cur)
+	if err == nil && ch.Kind == backends.Put && l.max > 0 && int64(len(ch.Val)) > l.max {
+		return backends.Change{}, backends.ErrValueTooLarge
+	}
+	return ch, err
 }
 
 func (in *instrumented) TTL(ctx context.Context, key string) (time.Duration, error) {
@@ -230,15 +232,8 @@ func (in *instrumented) TTL(ctx context.Context, key string) (time.Duration, err
 	return d, err
 }
 
-// Len counts the route's keys when the backend can.
-func (in *instrumented) Len(ctx context.Context) (int64, error) {
-	if s, ok := in.b.(backends.Sizer); ok {
-		return s.Len(ctx)
-	}
-	return 0, backends.ErrUnsupported
-}
-
-// Unwrap returns the backend as opened, for optional interfaces.
+// Unwrap returns the backend as opened: backends.As finds its optional
+// capabilities through the wrapper.
 func (in *instrumented) Unwrap() backends.Backend { return in.b }
 
 // Close is the table's job (Table.Close closes the raw backend).

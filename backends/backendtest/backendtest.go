@@ -21,7 +21,18 @@ import (
 // Run runs the suite. open returns a fresh, empty Backend for each subtest
 // (or one whose keys the subtest can't collide with: every subtest uses keys
 // unique to it).
+//
+// Every update then runs a second time through the backend's generic
+// read-modify-write (subtests under "Generic/"), where a backend that runs
+// GETDEL or INCRBY natively would otherwise never run its generic path.
 func Run(t *testing.T, open func(t *testing.T) backends.Backend) {
+	run(t, open)
+	t.Run("Generic", func(t *testing.T) {
+		run(t, func(t *testing.T) backends.Backend { return genericOnly{open(t)} })
+	})
+}
+
+func run(t *testing.T, open func(t *testing.T) backends.Backend) {
 	for _, tc := range []struct {
 		name string
 		fn   func(t *testing.T, b backends.Backend)
@@ -44,6 +55,8 @@ func Run(t *testing.T, open func(t *testing.T) backends.Backend) {
 		{"ExpireConditions", testExpireConditions},
 		{"Persist", testPersist},
 		{"BorrowedKeys", testBorrowedKeys},
+		{"Update", testUpdate},
+		{"UpdateConcurrent", testUpdateConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := open(t)
@@ -111,14 +124,14 @@ func mset(t *testing.T, b backends.Backend, pairs ...backends.KV) {
 
 func incr(t *testing.T, b backends.Backend, k string, delta int64) int64 {
 	t.Helper()
-	n, err := b.IncrBy(ctx(t), k, delta)
+	n, err := backends.DoIncrBy(ctx(t), b, k, delta)
 	noErr(t, err)
 	return n
 }
 
 func expire(t *testing.T, b backends.Backend, k string, ttl backends.TTL, cond backends.ExpireCond) bool {
 	t.Helper()
-	ok, err := b.Expire(ctx(t), k, ttl, cond)
+	ok, err := backends.DoExpire(ctx(t), b, k, ttl, cond)
 	noErr(t, err)
 	return ok
 }
@@ -376,11 +389,11 @@ func testDelExists(t *testing.T, b backends.Backend) {
 
 func testGetDel(t *testing.T, b backends.Backend) {
 	k := key(t, "k")
-	if _, ok := must2(t, b.GetDel, k); ok {
+	if _, ok := must2(t, func(ctx context.Context, k string) ([]byte, bool, error) { return backends.DoGetDel(ctx, b, k) }, k); ok {
 		t.Fatalf("GETDEL of absent key found")
 	}
 	set(t, b, k, "v", backends.SetOptions{})
-	if v, ok := must2(t, b.GetDel, k); !ok || string(v) != "v" {
+	if v, ok := must2(t, func(ctx context.Context, k string) ([]byte, bool, error) { return backends.DoGetDel(ctx, b, k) }, k); !ok || string(v) != "v" {
 		t.Fatalf("GETDEL = %q, %v", v, ok)
 	}
 	wantGet(t, b, k, "", false)
@@ -397,30 +410,30 @@ func must2(t *testing.T, f func(context.Context, string) ([]byte, bool, error), 
 
 func testGetEx(t *testing.T, b backends.Backend) {
 	k := key(t, "k")
-	if _, ok, err := b.GetEx(ctx(t), k, rel(time.Minute)); err != nil || ok {
+	if _, ok, err := backends.DoGetEx(ctx(t), b, k, rel(time.Minute)); err != nil || ok {
 		t.Fatalf("GETEX of absent key = %v, %v", ok, err)
 	}
 	set(t, b, k, "v", backends.SetOptions{})
-	v, ok, err := b.GetEx(ctx(t), k, rel(100*time.Second))
+	v, ok, err := backends.DoGetEx(ctx(t), b, k, rel(100*time.Second))
 	if err != nil || !ok || string(v) != "v" {
 		t.Fatalf("GETEX EX = %q, %v, %v", v, ok, err)
 	}
 	if d := ttl(t, b, k); d <= 90*time.Second || d > 100*time.Second {
 		t.Fatalf("TTL after GETEX EX 100 = %v", d)
 	}
-	if _, _, err := b.GetEx(ctx(t), k, backends.TTL{Mode: backends.TTLKeep}); err != nil {
+	if _, _, err := backends.DoGetEx(ctx(t), b, k, backends.TTL{Mode: backends.TTLKeep}); err != nil {
 		t.Fatal(err)
 	}
 	if d := ttl(t, b, k); d <= 90*time.Second {
 		t.Fatalf("TTL after plain GETEX = %v, want unchanged", d)
 	}
-	if _, _, err := b.GetEx(ctx(t), k, backends.TTL{Mode: backends.TTLNone}); err != nil {
+	if _, _, err := backends.DoGetEx(ctx(t), b, k, backends.TTL{Mode: backends.TTLNone}); err != nil {
 		t.Fatal(err)
 	}
 	if d := ttl(t, b, k); d != backends.TTLPersistent {
 		t.Fatalf("TTL after GETEX PERSIST = %v", d)
 	}
-	v, ok, err = b.GetEx(ctx(t), k, backends.TTL{Mode: backends.TTLAt, At: time.Now().Add(-time.Second)})
+	v, ok, err = backends.DoGetEx(ctx(t), b, k, backends.TTL{Mode: backends.TTLAt, At: time.Now().Add(-time.Second)})
 	if err != nil || !ok || string(v) != "v" {
 		t.Fatalf("GETEX PXAT past = %q, %v, %v; want the value", v, ok, err)
 	}
@@ -480,7 +493,7 @@ func testIncrByErrors(t *testing.T, b backends.Backend) {
 	} {
 		k := key(t, tc.name)
 		set(t, b, k, tc.val, backends.SetOptions{})
-		_, err := b.IncrBy(ctx(t), k, tc.delta)
+		_, err := backends.DoIncrBy(ctx(t), b, k, tc.delta)
 		if !errors.Is(err, tc.want) {
 			t.Fatalf("%s: INCRBY %d on %q = %v, want %v", tc.name, tc.delta, tc.val, err, tc.want)
 		}
@@ -588,26 +601,26 @@ func testBorrowedKeys(t *testing.T, b backends.Backend) {
 			return err
 		}},
 		{"mset", func(k string) error { return b.MSet(ctx(t), []backends.KV{{Key: k, Val: []byte("1")}}) }},
-		{"incrby", func(k string) error { _, err := b.IncrBy(ctx(t), k, 1); return err }},
+		{"incrby", func(k string) error { _, err := backends.DoIncrBy(ctx(t), b, k, 1); return err }},
 		{"expire", func(k string) error {
 			if _, err := b.Set(ctx(t), strings.Clone(k), []byte("1"), backends.SetOptions{}); err != nil {
 				return err
 			}
-			_, err := b.Expire(ctx(t), k, rel(time.Hour), backends.ExpireAlways)
+			_, err := backends.DoExpire(ctx(t), b, k, rel(time.Hour), backends.ExpireAlways)
 			return err
 		}},
 		{"getex", func(k string) error {
 			if _, err := b.Set(ctx(t), strings.Clone(k), []byte("1"), backends.SetOptions{}); err != nil {
 				return err
 			}
-			_, _, err := b.GetEx(ctx(t), k, rel(time.Hour))
+			_, _, err := backends.DoGetEx(ctx(t), b, k, rel(time.Hour))
 			return err
 		}},
 		{"persist", func(k string) error {
 			if _, err := b.Set(ctx(t), strings.Clone(k), []byte("1"), backends.SetOptions{TTL: rel(time.Hour)}); err != nil {
 				return err
 			}
-			_, err := b.Expire(ctx(t), k, backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways)
+			_, err := backends.DoExpire(ctx(t), b, k, backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways)
 			return err
 		}},
 	}

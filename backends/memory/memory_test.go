@@ -103,7 +103,7 @@ func TestExpiredKeysAreFreed(t *testing.T) {
 		}
 	}
 	b.Set(ctx, "expire", []byte("v"), backends.SetOptions{})
-	if ok, err := b.Expire(ctx, "expire", short, backends.ExpireAlways); !ok || err != nil {
+	if ok, err := backends.DoExpire(ctx, b, "expire", short, backends.ExpireAlways); !ok || err != nil {
 		t.Fatalf("EXPIRE = %v, %v", ok, err)
 	}
 	c := b.(*Store).c
@@ -138,7 +138,7 @@ func TestConcurrentIncrAndSetNX(t *testing.T) {
 	for range 50 {
 		wg.Go(func() {
 			for range 200 {
-				if _, err := b.IncrBy(ctx, "counter", 1); err != nil {
+				if _, err := backends.DoIncrBy(ctx, b, "counter", 1); err != nil {
 					t.Error(err)
 					return
 				}

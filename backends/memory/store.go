@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -158,103 +157,46 @@ func (s *Store) Exists(_ context.Context, keys []string) (int64, error) {
 	return count, nil
 }
 
-// GetDel returns a live key's value and removes it.
-func (s *Store) GetDel(_ context.Context, k string) ([]byte, bool, error) {
-	it, ok := s.c.Invalidate(s.k(k))
-	if !ok || !it.live(now()) {
-		return nil, false, nil
-	}
-	return it.val(), true, nil
-}
-
-// GetEx returns a live key's value and sets its expiry.
-func (s *Store) GetEx(ctx context.Context, k string, ttl backends.TTL) ([]byte, bool, error) {
-	if ttl.Mode == backends.TTLKeep {
-		return s.Get(ctx, k)
-	}
+// Update runs u inside otter's compute, under the lock of the key's
+// bucket: no other write of the key comes between its read and its write.
+func (s *Store) Update(_ context.Context, k string, u backends.Update) error {
 	n := now()
-	var val []byte
-	var found bool
 	var wrote int64
-	// owned: a write stores the key it was called with, not the entry's.
-	s.c.ComputeIfPresent(s.owned(k), func(old *item) (*item, otter.ComputeOp) {
-		if !old.live(n) {
-			return old, otter.InvalidateOp
-		}
-		val, found = old.val(), true
-		exp := deadline(ttl, old.exp, n)
-		if exp != 0 && exp <= n {
-			return nil, otter.InvalidateOp
-		}
-		wrote = exp
-		return newItem(val, exp), otter.WriteOp
-	})
-	s.wrote(wrote)
-	return val, found, nil
-}
-
-// IncrBy adds delta to the integer at k.
-func (s *Store) IncrBy(_ context.Context, k string, delta int64) (int64, error) {
-	n := now()
-	var result, wrote int64
 	var err error
-	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
-		var cur, exp int64
-		if found && old.live(n) {
-			v, ok := backends.ParseInt(old.val())
-			if !ok {
-				err = backends.ErrNotInteger
-				return old, otter.CancelOp
-			}
-			cur, exp = v, old.exp
-		}
-		if (delta > 0 && cur > maxInt64-delta) || (delta < 0 && cur < minInt64-delta) {
-			err = backends.ErrOverflow
-			return old, otter.CancelOp
-		}
-		result, wrote = cur+delta, exp
-		var digits [20]byte
-		return newItem(strconv.AppendInt(digits[:0], result, 10), exp), otter.WriteOp
-	})
-	s.wrote(wrote)
-	return result, err
-}
-
-const (
-	maxInt64 = 1<<63 - 1
-	minInt64 = -1 << 63
-)
-
-// Expire sets, changes or removes (TTLNone) a live key's expiry.
-func (s *Store) Expire(_ context.Context, k string, ttl backends.TTL, cond backends.ExpireCond) (bool, error) {
-	n := now()
-	changed := false
-	var wrote int64
 	// owned: a write stores the key it was called with, not the entry's.
-	s.c.ComputeIfPresent(s.owned(k), func(old *item) (*item, otter.ComputeOp) {
-		if !old.live(n) {
+	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
+		cur := backends.Current{TTL: backends.TTLPersistent}
+		live := found && old.live(n)
+		if live {
+			cur.Val = old.val()
+			if old.exp != 0 {
+				cur.TTL = time.Duration(old.exp - n)
+			}
+		}
+		var ch backends.Change
+		ch, err = u.Apply(cur)
+		switch {
+		case err != nil || ch.Kind == backends.Keep:
+			if found && !live {
+				return old, otter.InvalidateOp // expired: free it while here
+			}
+			return old, otter.CancelOp
+		case ch.Kind == backends.Delete:
 			return old, otter.InvalidateOp
 		}
-		if ttl.Mode == backends.TTLNone {
-			if old.exp == 0 {
-				return old, otter.CancelOp
-			}
-			changed = true
-			return newItem(old.val(), 0), otter.WriteOp
+		var oldExp int64
+		if live {
+			oldExp = old.exp
 		}
-		exp := deadline(ttl, old.exp, n)
-		if !backends.ExpireAllowed(cond, old.exp, exp) {
-			return old, otter.CancelOp
-		}
-		changed = true
-		if exp <= n {
-			return nil, otter.InvalidateOp
+		exp := deadline(ch.TTL, oldExp, n)
+		if exp != 0 && exp <= n {
+			return old, otter.InvalidateOp
 		}
 		wrote = exp
-		return newItem(old.val(), exp), otter.WriteOp
+		return newItem(ch.Val, exp), otter.WriteOp
 	})
 	s.wrote(wrote)
-	return changed, nil
+	return err
 }
 
 // TTL returns the remaining lifetime of k.

@@ -382,8 +382,26 @@ func (s *KV) count(ctx context.Context, op, sql string, keys []string) (int64, e
 	return n, err
 }
 
-// GetDel returns a live key's value and removes it.
-func (s *KV) GetDel(ctx context.Context, key string) (val []byte, ok bool, err error) {
+// Update runs the updates kvSQL has a statement for as that statement,
+// and any other in a transaction that locks the key's row (updateTx).
+func (s *KV) Update(ctx context.Context, key string, u backends.Update) (err error) {
+	switch u := backends.Native(u).(type) {
+	case *backends.GetDel:
+		u.Val, u.Found, err = s.getDel(ctx, key)
+	case *backends.GetEx:
+		u.Val, u.Found, err = s.getEx(ctx, key, u.TTL)
+	case *backends.IncrBy:
+		u.Result, err = s.incrBy(ctx, key, u.Delta)
+	case *backends.Expire:
+		u.Changed, err = s.expire(ctx, key, u.TTL, u.Cond)
+	default:
+		err = s.updateTx(ctx, key, u)
+	}
+	return err
+}
+
+// getDel returns a live key's value and removes it.
+func (s *KV) getDel(ctx context.Context, key string) (val []byte, ok bool, err error) {
 	k, err := s.key.param(key)
 	if err != nil {
 		return nil, false, err
@@ -406,8 +424,8 @@ func (s *KV) GetDel(ctx context.Context, key string) (val []byte, ok bool, err e
 	return val, ok, err
 }
 
-// GetEx returns a live key's value and changes its expiry as ttl says.
-func (s *KV) GetEx(ctx context.Context, key string, t backends.TTL) (val []byte, ok bool, err error) {
+// getEx returns a live key's value and changes its expiry as ttl says.
+func (s *KV) getEx(ctx context.Context, key string, t backends.TTL) (val []byte, ok bool, err error) {
 	if t.Mode == backends.TTLKeep {
 		return s.Get(ctx, key)
 	}
@@ -428,9 +446,9 @@ func (s *KV) GetEx(ctx context.Context, key string, t backends.TTL) (val []byte,
 	return val, ok, err
 }
 
-// IncrBy adds delta to the integer at key, in one statement (incrSQL); a
+// incrBy adds delta to the integer at key, in one statement (incrSQL); a
 // refusal costs a second one that says why (incrWhySQL).
-func (s *KV) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
+func (s *KV) incrBy(ctx context.Context, key string, delta int64) (int64, error) {
 	k, err := s.key.param(key)
 	if err != nil {
 		return 0, err
@@ -459,9 +477,9 @@ func (s *KV) IncrBy(ctx context.Context, key string, delta int64) (int64, error)
 	return result, err
 }
 
-// Expire sets (or, for TTLNone, removes) a live key's deadline if cond
+// expire sets (or, for TTLNone, removes) a live key's deadline if cond
 // allows; a deadline not in the future deletes the key.
-func (s *KV) Expire(ctx context.Context, key string, t backends.TTL, cond backends.ExpireCond) (bool, error) {
+func (s *KV) expire(ctx context.Context, key string, t backends.TTL, cond backends.ExpireCond) (bool, error) {
 	k, err := s.key.param(key)
 	if err != nil {
 		return false, err

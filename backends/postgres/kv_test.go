@@ -42,7 +42,7 @@ func TestIncrConcurrent(t *testing.T) {
 			for range tc.workers {
 				wg.Go(func() {
 					for range tc.each {
-						if _, err := s.IncrBy(ctx, "counter", 1); err != nil {
+						if _, err := backends.DoIncrBy(ctx, s, "counter", 1); err != nil {
 							failed.CompareAndSwap(nil, &err)
 							return
 						}
@@ -253,7 +253,7 @@ func TestKeyTypes(t *testing.T) {
 			if n, err := s.Exists(ctx, tc.good); err != nil || n != int64(len(tc.good)) {
 				t.Fatalf("Exists = %d, %v", n, err)
 			}
-			if n, err := s.IncrBy(ctx, tc.good[0], 0); !errors.Is(err, backends.ErrNotInteger) {
+			if n, err := backends.DoIncrBy(ctx, s, tc.good[0], 0); !errors.Is(err, backends.ErrNotInteger) {
 				t.Fatalf("IncrBy on a binary value = %d, %v", n, err)
 			}
 			for _, k := range tc.bad {
@@ -263,7 +263,7 @@ func TestKeyTypes(t *testing.T) {
 				_, checks["MGet"] = s.MGet(ctx, []string{tc.good[0], k}, nil)
 				checks["MSet"] = s.MSet(ctx, []backends.KV{{Key: k, Val: []byte("v")}})
 				_, checks["Del"] = s.Del(ctx, []string{k})
-				_, checks["IncrBy"] = s.IncrBy(ctx, k, 1)
+				_, checks["IncrBy"] = backends.DoIncrBy(ctx, s, k, 1)
 				_, checks["TTL"] = s.TTL(ctx, k)
 				for op, err := range checks {
 					if !errors.Is(err, backends.ErrBadKey) {

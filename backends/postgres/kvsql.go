@@ -21,6 +21,7 @@ type kvSQL struct {
 	upsert, del, exists          string
 	getDel, getEx, incr, incrWhy string
 	expire, persist, ttl, sweep  string
+	lock                         string
 }
 
 // kvStatements fills the statement templates: {t} is the quoted table and
@@ -45,6 +46,7 @@ func kvStatements(table string, k keyType) kvSQL {
 		persist: r.Replace(persistSQL),
 		ttl:     r.Replace(ttlSQL),
 		sweep:   r.Replace(sweepSQL),
+		lock:    r.Replace(lockSQL),
 	}
 }
 
@@ -264,3 +266,13 @@ WHERE ctid IN (
 // sweepBatch is the LIMIT of sweepSQL: a batch this full means there may
 // be more to delete.
 const sweepBatch = 5000
+
+// $1 key. The live row of a read-modify-write, locked until the
+// transaction ends, with its remaining microseconds (-1 for none).
+const lockSQL = `
+SELECT value,
+       CASE WHEN expires_at = 'infinity' THEN -1
+            ELSE floor(extract(epoch FROM expires_at - now()) * 1000000)::int8 END
+FROM {t}
+WHERE key = $1::{k} AND expires_at > now()
+FOR UPDATE`

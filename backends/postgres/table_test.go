@@ -107,7 +107,7 @@ func TestTableKeys(t *testing.T) {
 					t.Errorf("MGet(%q) = %v, want ErrBadKey", k, err)
 				}
 			}
-			if v, ok, err := s.GetDel(ctx, tc.keys[0]); err != nil || !ok || row(t, v)["note"] != "a" {
+			if v, ok, err := backends.DoGetDel(ctx, s, tc.keys[0]); err != nil || !ok || row(t, v)["note"] != "a" {
 				t.Fatalf("GetDel = %s, %v, %v", v, ok, err)
 			}
 			if d, err := s.TTL(ctx, tc.keys[0]); err != nil || d != backends.TTLMissing {
@@ -209,20 +209,20 @@ func TestTableWrites(t *testing.T) {
 	}
 
 	unsupported := map[string]error{}
-	_, unsupported["IncrBy"] = s.IncrBy(ctx, "1", 1)
-	_, unsupported["Expire"] = s.Expire(ctx, "1", rel(time.Minute), backends.ExpireAlways)
+	_, unsupported["IncrBy"] = backends.DoIncrBy(ctx, s, "1", 1)
+	_, unsupported["Expire"] = backends.DoExpire(ctx, s, "1", rel(time.Minute), backends.ExpireAlways)
 	_, unsupported["SetTTL"] = s.Set(ctx, "1", []byte(`{"name":"x"}`), backends.SetOptions{TTL: rel(time.Minute)})
 	_, unsupported["SetGet"] = s.Set(ctx, "1", []byte(`{"name":"x"}`), backends.SetOptions{Get: true})
-	_, _, unsupported["GetEx"] = s.GetEx(ctx, "1", rel(time.Minute))
+	_, _, unsupported["GetEx"] = backends.DoGetEx(ctx, s, "1", rel(time.Minute))
 	for op, err := range unsupported {
 		if !errors.Is(err, backends.ErrUnsupported) {
 			t.Errorf("%s = %v, want ErrUnsupported", op, err)
 		}
 	}
-	if changed, err := s.Expire(ctx, "1", backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways); err != nil || changed {
+	if changed, err := backends.DoExpire(ctx, s, "1", backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways); err != nil || changed {
 		t.Errorf("PERSIST = %v, %v; want false: rows have no expiry", changed, err)
 	}
-	if v, ok, err := s.GetEx(ctx, "1", backends.TTL{Mode: backends.TTLNone}); err != nil || !ok || row(t, v)["name"] != "bob" {
+	if v, ok, err := backends.DoGetEx(ctx, s, "1", backends.TTL{Mode: backends.TTLNone}); err != nil || !ok || row(t, v)["name"] != "bob" {
 		t.Errorf("GETEX PERSIST = %s, %v, %v", v, ok, err)
 	}
 }

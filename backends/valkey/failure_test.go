@@ -37,14 +37,20 @@ var ops = []struct {
 		_, err := b.Exists(ctx, []string{"k"})
 		return err
 	}},
-	{"getdel", func(ctx context.Context, b backends.Backend) error { _, _, err := b.GetDel(ctx, "k"); return err }},
-	{"getex", func(ctx context.Context, b backends.Backend) error {
-		_, _, err := b.GetEx(ctx, "k", backends.TTL{Mode: backends.TTLNone})
+	{"getdel", func(ctx context.Context, b backends.Backend) error {
+		_, _, err := backends.DoGetDel(ctx, b, "k")
 		return err
 	}},
-	{"incrby", func(ctx context.Context, b backends.Backend) error { _, err := b.IncrBy(ctx, "n", 1); return err }},
+	{"getex", func(ctx context.Context, b backends.Backend) error {
+		_, _, err := backends.DoGetEx(ctx, b, "k", backends.TTL{Mode: backends.TTLNone})
+		return err
+	}},
+	{"incrby", func(ctx context.Context, b backends.Backend) error {
+		_, err := backends.DoIncrBy(ctx, b, "n", 1)
+		return err
+	}},
 	{"expire", func(ctx context.Context, b backends.Backend) error {
-		_, err := b.Expire(ctx, "k", backends.TTL{Mode: backends.TTLRelative, D: time.Minute}, backends.ExpireAlways)
+		_, err := backends.DoExpire(ctx, b, "k", backends.TTL{Mode: backends.TTLRelative, D: time.Minute}, backends.ExpireAlways)
 		return err
 	}},
 	{"ttl", func(ctx context.Context, b backends.Backend) error { _, err := b.TTL(ctx, "k"); return err }},

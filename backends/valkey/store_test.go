@@ -38,7 +38,7 @@ func TestServerErrors(t *testing.T) {
 		case "set-get":
 			_, err = s.Set(ctx, "list", []byte("v"), backends.SetOptions{Get: true})
 		case "incrby":
-			_, err = s.IncrBy(ctx, "list", 1)
+			_, err = backends.DoIncrBy(ctx, s, "list", 1)
 		}
 		if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") || errors.Is(err, backends.ErrUnavailable) {
 			t.Errorf("%s on a list = %v, want the server's WRONGTYPE, not unavailability", op, err)

@@ -1,0 +1,89 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// updateTx runs u in a transaction of its own: the key's live row is read
+// FOR UPDATE, so no other write of it comes between the read and the
+// write. An absent key has no row to lock; its write is an insert that
+// finds no live row (setNXSQL), and when another one came first the whole
+// update runs again and sees it.
+func (s *KV) updateTx(ctx context.Context, key string, u backends.Update) error {
+	k, err := s.key.param(key)
+	if err != nil {
+		return err
+	}
+	var applyErr error
+	err = s.do(ctx, u.Op(), func(ctx context.Context) error {
+		for range maxSetRetries {
+			done, err := s.updateOnce(ctx, k, u, &applyErr)
+			if err != nil || done {
+				return err
+			}
+		}
+		return errContention
+	})
+	if err != nil {
+		return err
+	}
+	return applyErr
+}
+
+// updateOnce is one attempt of updateTx; done is false when an absent
+// key's insert met a row inserted meanwhile.
+func (s *KV) updateOnce(ctx context.Context, k any, u backends.Update, applyErr *error) (done bool, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+
+	cur := backends.Current{TTL: backends.TTLPersistent}
+	var val []byte
+	var us int64
+	switch err := tx.QueryRow(ctx, s.sql.lock, k).Scan(&val, &us); {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return false, err
+	default:
+		cur.Val = value(val)
+		if us >= 0 {
+			cur.TTL = time.Duration(us) * time.Microsecond
+		}
+	}
+	ch, err := u.Apply(cur)
+	if err != nil || ch.Kind == backends.Keep {
+		*applyErr = err
+		return true, nil
+	}
+	switch {
+	case ch.Kind == backends.Delete:
+		if cur.Found() {
+			if _, err := tx.Exec(ctx, s.sql.getDel, k); err != nil {
+				return false, err
+			}
+		}
+	case cur.Found():
+		ttl, at, keep := expiry(ch.TTL)
+		if _, err := tx.Exec(ctx, s.sql.set, k, value(ch.Val), ttl, at, keep); err != nil {
+			return false, err
+		}
+	default:
+		ttl, at, _ := expiry(ch.TTL) // KEEPTTL of an absent key: none
+		var stored bool
+		switch err := tx.QueryRow(ctx, s.sql.setNX, k, value(ch.Val), ttl, at).Scan(&stored); {
+		case errors.Is(err, pgx.ErrNoRows):
+			return false, nil // inserted by another since the read: again
+		case err != nil:
+			return false, err
+		}
+	}
+	return true, tx.Commit(ctx)
+}
