@@ -218,3 +218,50 @@ func Native(u Update) Update {
 		u = w.Unwrap()
 	}
 }
+
+// Native ways of running the updates above, optional capabilities of a
+// backend: RunUpdate uses them, so a backend's Update is RunUpdate with
+// its generic path. Call them only through Update: a wrapper (an L1 tier)
+// must see every write.
+type (
+	NativeGetDel interface {
+		GetDel(ctx context.Context, key string) ([]byte, bool, error)
+	}
+	NativeGetEx interface {
+		GetEx(ctx context.Context, key string, ttl TTL) ([]byte, bool, error)
+	}
+	NativeIncrBy interface {
+		IncrBy(ctx context.Context, key string, delta int64) (int64, error)
+	}
+	NativeExpire interface {
+		Expire(ctx context.Context, key string, ttl TTL, cond ExpireCond) (bool, error)
+	}
+)
+
+// RunUpdate runs u the native way b has for its type, if any, and through
+// generic otherwise.
+func RunUpdate(ctx context.Context, b any, key string, u Update, generic func(context.Context, string, Update) error) (err error) {
+	switch nu := Native(u).(type) {
+	case *GetDel:
+		if n, ok := b.(NativeGetDel); ok {
+			nu.Val, nu.Found, err = n.GetDel(ctx, key)
+			return err
+		}
+	case *GetEx:
+		if n, ok := b.(NativeGetEx); ok {
+			nu.Val, nu.Found, err = n.GetEx(ctx, key, nu.TTL)
+			return err
+		}
+	case *IncrBy:
+		if n, ok := b.(NativeIncrBy); ok {
+			nu.Result, err = n.IncrBy(ctx, key, nu.Delta)
+			return err
+		}
+	case *Expire:
+		if n, ok := b.(NativeExpire); ok {
+			nu.Changed, err = n.Expire(ctx, key, nu.TTL, nu.Cond)
+			return err
+		}
+	}
+	return generic(ctx, key, u)
+}

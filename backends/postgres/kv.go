@@ -384,24 +384,12 @@ func (s *KV) count(ctx context.Context, op, sql string, keys []string) (int64, e
 
 // Update runs the updates kvSQL has a statement for as that statement,
 // and any other in a transaction that locks the key's row (updateTx).
-func (s *KV) Update(ctx context.Context, key string, u backends.Update) (err error) {
-	switch u := backends.Native(u).(type) {
-	case *backends.GetDel:
-		u.Val, u.Found, err = s.getDel(ctx, key)
-	case *backends.GetEx:
-		u.Val, u.Found, err = s.getEx(ctx, key, u.TTL)
-	case *backends.IncrBy:
-		u.Result, err = s.incrBy(ctx, key, u.Delta)
-	case *backends.Expire:
-		u.Changed, err = s.expire(ctx, key, u.TTL, u.Cond)
-	default:
-		err = s.updateTx(ctx, key, u)
-	}
-	return err
+func (s *KV) Update(ctx context.Context, key string, u backends.Update) error {
+	return backends.RunUpdate(ctx, s, key, u, s.updateTx)
 }
 
-// getDel returns a live key's value and removes it.
-func (s *KV) getDel(ctx context.Context, key string) (val []byte, ok bool, err error) {
+// GetDel returns a live key's value and removes it.
+func (s *KV) GetDel(ctx context.Context, key string) (val []byte, ok bool, err error) {
 	k, err := s.key.param(key)
 	if err != nil {
 		return nil, false, err
@@ -424,8 +412,8 @@ func (s *KV) getDel(ctx context.Context, key string) (val []byte, ok bool, err e
 	return val, ok, err
 }
 
-// getEx returns a live key's value and changes its expiry as ttl says.
-func (s *KV) getEx(ctx context.Context, key string, t backends.TTL) (val []byte, ok bool, err error) {
+// GetEx returns a live key's value and changes its expiry as ttl says.
+func (s *KV) GetEx(ctx context.Context, key string, t backends.TTL) (val []byte, ok bool, err error) {
 	if t.Mode == backends.TTLKeep {
 		return s.Get(ctx, key)
 	}
@@ -446,9 +434,9 @@ func (s *KV) getEx(ctx context.Context, key string, t backends.TTL) (val []byte,
 	return val, ok, err
 }
 
-// incrBy adds delta to the integer at key, in one statement (incrSQL); a
+// IncrBy adds delta to the integer at key, in one statement (incrSQL); a
 // refusal costs a second one that says why (incrWhySQL).
-func (s *KV) incrBy(ctx context.Context, key string, delta int64) (int64, error) {
+func (s *KV) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
 	k, err := s.key.param(key)
 	if err != nil {
 		return 0, err
@@ -477,9 +465,9 @@ func (s *KV) incrBy(ctx context.Context, key string, delta int64) (int64, error)
 	return result, err
 }
 
-// expire sets (or, for TTLNone, removes) a live key's deadline if cond
+// Expire sets (or, for TTLNone, removes) a live key's deadline if cond
 // allows; a deadline not in the future deletes the key.
-func (s *KV) expire(ctx context.Context, key string, t backends.TTL, cond backends.ExpireCond) (bool, error) {
+func (s *KV) Expire(ctx context.Context, key string, t backends.TTL, cond backends.ExpireCond) (bool, error) {
 	k, err := s.key.param(key)
 	if err != nil {
 		return false, err

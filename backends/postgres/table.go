@@ -328,22 +328,17 @@ func (s *Table) count(ctx context.Context, op string, keys []string, sql func(*t
 // Update runs what a row can do: GETDEL, GETEX without an expiry, PERSIST
 // (which finds none to remove). Rows do not expire, and a row is not a
 // value to increment or append to.
-func (s *Table) Update(ctx context.Context, key string, u backends.Update) (err error) {
-	switch u := backends.Native(u).(type) {
-	case *backends.GetDel:
-		u.Val, u.Found, err = s.getDel(ctx, key)
-	case *backends.GetEx:
-		u.Val, u.Found, err = s.getEx(ctx, key, u.TTL)
-	case *backends.Expire:
-		u.Changed, err = s.expire(ctx, key, u.TTL)
-	default:
-		err = fmt.Errorf("%s: %s: %w", s.where, u.Op(), backends.ErrUnsupported)
-	}
-	return err
+func (s *Table) Update(ctx context.Context, key string, u backends.Update) error {
+	return backends.RunUpdate(ctx, s, key, u, s.unsupported)
 }
 
-// getDel returns the row as JSON and deletes it.
-func (s *Table) getDel(ctx context.Context, key string) (val []byte, ok bool, err error) {
+// unsupported is the generic update of a table route: none.
+func (s *Table) unsupported(_ context.Context, _ string, u backends.Update) error {
+	return fmt.Errorf("%s: %s: %w", s.where, u.Op(), backends.ErrUnsupported)
+}
+
+// GetDel returns the row as JSON and deletes it.
+func (s *Table) GetDel(ctx context.Context, key string) (val []byte, ok bool, err error) {
 	sh, args, err := s.prepare(ctx, key)
 	if err != nil {
 		return nil, false, err
@@ -360,17 +355,17 @@ func (s *Table) getDel(ctx context.Context, key string) (val []byte, ok bool, er
 	return val, ok, err
 }
 
-// getEx is Get: rows have no expiry to keep or remove, and setting one is
+// GetEx is Get: rows have no expiry to keep or remove, and setting one is
 // unsupported.
-func (s *Table) getEx(ctx context.Context, key string, ttl backends.TTL) ([]byte, bool, error) {
+func (s *Table) GetEx(ctx context.Context, key string, ttl backends.TTL) ([]byte, bool, error) {
 	if ttl.Mode == backends.TTLRelative || ttl.Mode == backends.TTLAt {
 		return nil, false, fmt.Errorf("%s: getex with an expiry: rows do not expire: %w", s.where, backends.ErrUnsupported)
 	}
 	return s.Get(ctx, key)
 }
 
-// expire is unsupported, except PERSIST, which finds nothing to remove.
-func (s *Table) expire(ctx context.Context, key string, ttl backends.TTL) (bool, error) {
+// Expire is unsupported, except PERSIST, which finds nothing to remove.
+func (s *Table) Expire(ctx context.Context, key string, ttl backends.TTL, _ backends.ExpireCond) (bool, error) {
 	if ttl.Mode != backends.TTLNone {
 		return false, fmt.Errorf("%s: expire: rows do not expire: %w", s.where, backends.ErrUnsupported)
 	}

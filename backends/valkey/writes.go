@@ -129,24 +129,12 @@ func (s *Store) Del(ctx context.Context, keys []string) (int64, error) {
 
 // Update runs the updates Valkey has a command for as that command, and
 // any other as a watched read and a MULTI/EXEC write (updateWatched).
-func (s *Store) Update(ctx context.Context, key string, u backends.Update) (err error) {
-	switch u := backends.Native(u).(type) {
-	case *backends.GetDel:
-		u.Val, u.Found, err = s.getDel(ctx, key)
-	case *backends.GetEx:
-		u.Val, u.Found, err = s.getEx(ctx, key, u.TTL)
-	case *backends.IncrBy:
-		u.Result, err = s.incrBy(ctx, key, u.Delta)
-	case *backends.Expire:
-		u.Changed, err = s.expire(ctx, key, u.TTL, u.Cond)
-	default:
-		err = s.updateWatched(ctx, key, u)
-	}
-	return err
+func (s *Store) Update(ctx context.Context, key string, u backends.Update) error {
+	return backends.RunUpdate(ctx, s, key, u, s.updateWatched)
 }
 
-// getDel returns the value of key and removes it (GETDEL).
-func (s *Store) getDel(ctx context.Context, key string) ([]byte, bool, error) {
+// GetDel returns the value of key and removes it (GETDEL).
+func (s *Store) GetDel(ctx context.Context, key string) ([]byte, bool, error) {
 	cctx, done, c, err := s.d.begin(ctx, "getdel")
 	if err != nil {
 		return nil, false, err
@@ -158,9 +146,9 @@ func (s *Store) getDel(ctx context.Context, key string) ([]byte, bool, error) {
 	return s.value(ctx, "getdel", res)
 }
 
-// getEx returns the value of key and changes its expiry (GETEX); with
+// GetEx returns the value of key and changes its expiry (GETEX); with
 // TTLKeep it is a plain Get, through the client cache.
-func (s *Store) getEx(ctx context.Context, key string, ttl backends.TTL) ([]byte, bool, error) {
+func (s *Store) GetEx(ctx context.Context, key string, ttl backends.TTL) ([]byte, bool, error) {
 	if ttl.Mode == backends.TTLKeep {
 		return s.Get(ctx, key)
 	}
@@ -181,8 +169,8 @@ func (s *Store) getEx(ctx context.Context, key string, ttl backends.TTL) ([]byte
 	return s.value(ctx, "getex", res)
 }
 
-// incrBy adds delta to the integer at key (INCRBY).
-func (s *Store) incrBy(ctx context.Context, key string, delta int64) (int64, error) {
+// IncrBy adds delta to the integer at key (INCRBY).
+func (s *Store) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
 	cctx, done, c, err := s.d.begin(ctx, "incrby")
 	if err != nil {
 		return 0, err
@@ -197,9 +185,9 @@ func (s *Store) incrBy(ctx context.Context, key string, delta int64) (int64, err
 	return n, nil
 }
 
-// expire changes the expiry of key: PEXPIRE or PEXPIREAT with NX/XX/GT/LT,
+// Expire changes the expiry of key: PEXPIRE or PEXPIREAT with NX/XX/GT/LT,
 // or PERSIST for TTLNone.
-func (s *Store) expire(ctx context.Context, key string, ttl backends.TTL, cond backends.ExpireCond) (bool, error) {
+func (s *Store) Expire(ctx context.Context, key string, ttl backends.TTL, cond backends.ExpireCond) (bool, error) {
 	cctx, done, c, err := s.d.begin(ctx, "expire")
 	if err != nil {
 		return false, err
