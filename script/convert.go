@@ -84,6 +84,14 @@ func errorTable(L *lua.LState, msg string) *lua.LTable {
 	return t
 }
 
+// internalError is luaPushError of one of the engine's own messages,
+// which carry no code: {err="ERR " .. msg}.
+func internalError(L *lua.LState, msg string) *lua.LTable {
+	t := L.CreateTable(0, 1)
+	t.RawSetString("err", lua.LString("ERR "+msg))
+	return t
+}
+
 func errorText(msg string) string {
 	msg = strings.TrimPrefix(msg, "-")
 	code, rest, ok := strings.Cut(msg, " ")

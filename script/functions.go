@@ -154,7 +154,7 @@ func (v *vm) instantiate(lib *library) (*libraryBuild, string) {
 // description=}.
 func (v *vm) registerFunction(L *lua.LState) int {
 	fail := func(msg string) int {
-		L.Error(errorTable(L, msg), 0)
+		L.Error(internalError(L, msg), 0)
 		return 0
 	}
 	b := v.loading

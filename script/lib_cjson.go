@@ -426,4 +426,3 @@ func (d *jsonDecoder) hex4() (int, bool) {
 	d.i += 4
 	return int(n), true
 }
-

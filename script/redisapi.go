@@ -16,7 +16,7 @@ func (v *vm) redisAPI() *lua.LTable {
 	fn("pcall", func(L *lua.LState) int { return v.redisCall(L, false) })
 	fn("sha1hex", func(L *lua.LState) int {
 		if L.GetTop() != 1 {
-			L.Error(errorTable(L, "wrong number of arguments"), 0)
+			L.Error(internalError(L, "wrong number of arguments"), 0)
 		}
 		L.Push(lua.LString(sha1hex([]byte(lua.LVAsString(L.Get(1))))))
 		return 1
@@ -24,7 +24,7 @@ func (v *vm) redisAPI() *lua.LTable {
 	fn("error_reply", func(L *lua.LState) int {
 		s, ok := L.Get(1).(lua.LString)
 		if L.GetTop() != 1 || !ok {
-			L.Push(errorTable(L, "wrong number or type of arguments"))
+			L.Push(internalError(L, "wrong number or type of arguments"))
 			return 1
 		}
 		L.Push(errorTable(L, string(s)))
@@ -33,7 +33,7 @@ func (v *vm) redisAPI() *lua.LTable {
 	fn("status_reply", func(L *lua.LState) int {
 		s, ok := L.Get(1).(lua.LString)
 		if L.GetTop() != 1 || !ok {
-			L.Push(errorTable(L, "wrong number or type of arguments"))
+			L.Push(internalError(L, "wrong number or type of arguments"))
 			return 1
 		}
 		r := L.CreateTable(0, 1)
@@ -43,11 +43,11 @@ func (v *vm) redisAPI() *lua.LTable {
 	})
 	fn("setresp", func(L *lua.LState) int {
 		if L.GetTop() != 1 {
-			L.Error(errorTable(L, "redis.setresp() requires one argument."), 0)
+			L.Error(internalError(L, "redis.setresp() requires one argument."), 0)
 		}
 		n := L.ToNumber(1)
 		if n != 2 && n != 3 {
-			L.Error(errorTable(L, "RESP version must be 2 or 3."), 0)
+			L.Error(internalError(L, "RESP version must be 2 or 3."), 0)
 		}
 		if v.run != nil {
 			v.run.resp = int(n)
@@ -56,10 +56,10 @@ func (v *vm) redisAPI() *lua.LTable {
 	})
 	fn("set_repl", func(L *lua.LState) int {
 		if L.GetTop() != 1 {
-			L.Error(errorTable(L, "redis.set_repl() requires two arguments."), 0)
+			L.Error(internalError(L, "redis.set_repl() requires two arguments."), 0)
 		}
 		if f := int(L.ToNumber(1)); f&^3 != 0 {
-			L.Error(errorTable(L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."), 0)
+			L.Error(internalError(L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."), 0)
 		}
 		return 0
 	})
@@ -70,7 +70,7 @@ func (v *vm) redisAPI() *lua.LTable {
 	fn("debug", func(L *lua.LState) int { return 0 })
 	fn("acl_check_cmd", func(L *lua.LState) int {
 		if L.GetTop() == 0 {
-			L.Error(errorTable(L, "Please specify at least one argument for this redis lib call"), 0)
+			L.Error(internalError(L, "Please specify at least one argument for this redis lib call"), 0)
 		}
 		// pgcache's scripts run as the connection's user, which may run
 		// every command it reaches.
@@ -100,7 +100,7 @@ func (v *vm) addLogAndVersion(t *lua.LTable) {
 	t.RawSetString("log", L.NewFunction(func(L *lua.LState) int {
 		argc := L.GetTop()
 		if argc < 2 {
-			L.Error(errorTable(L, "redis.log() requires two arguments or more."), 0)
+			L.Error(internalError(L, "redis.log() requires two arguments or more."), 0)
 		}
 		lv, ok := L.Get(1).(lua.LNumber)
 		if !ok {
@@ -111,11 +111,11 @@ func (v *vm) addLogAndVersion(t *lua.LTable) {
 			}
 		}
 		if !ok {
-			L.Error(errorTable(L, "First argument must be a number (log level)."), 0)
+			L.Error(internalError(L, "First argument must be a number (log level)."), 0)
 		}
 		level := int(lv)
 		if level < int(LogDebug) || level > int(LogWarning) {
-			L.Error(errorTable(L, "Invalid debug level."), 0)
+			L.Error(internalError(L, "Invalid debug level."), 0)
 		}
 		var b strings.Builder
 		for i := 2; i <= argc; i++ {
@@ -140,8 +140,7 @@ func (v *vm) addLogAndVersion(t *lua.LTable) {
 
 // redisCall is redis.call (raise true) and redis.pcall (raise false).
 func (v *vm) redisCall(L *lua.LState, raise bool) int {
-	fail := func(msg string) int {
-		t := errorTable(L, msg)
+	fail := func(t *lua.LTable) int {
 		if raise {
 			L.Error(t, 0)
 		}
@@ -149,11 +148,11 @@ func (v *vm) redisCall(L *lua.LState, raise bool) int {
 		return 1
 	}
 	if v.run == nil || v.caller == nil {
-		return fail("redis.call/pcall can only be called inside a script invocation")
+		return fail(internalError(L, "redis.call/pcall can only be called inside a script invocation"))
 	}
 	argc := L.GetTop()
 	if argc == 0 {
-		return fail("Please specify at least one argument for this redis lib call")
+		return fail(internalError(L, "Please specify at least one argument for this redis lib call"))
 	}
 	args := make([][]byte, argc)
 	for i := 1; i <= argc; i++ {
@@ -164,13 +163,13 @@ func (v *vm) redisCall(L *lua.LState, raise bool) int {
 			// Redis formats numbers with "%.17g", not Lua's "%.14g".
 			args[i-1] = strconv.AppendFloat(nil, float64(a), 'g', 17, 64)
 		default:
-			return fail("Lua redis lib command arguments must be strings or integers")
+			return fail(internalError(L, "Lua redis lib command arguments must be strings or integers"))
 		}
 	}
 	L.SetTop(0)
 	reply := v.caller.Call(v.run, args)
 	if reply.Kind == KindError {
-		return fail(string(reply.Str))
+		return fail(errorTable(L, string(reply.Str)))
 	}
 	L.Push(toLua(L, reply, v.run.resp))
 	return 1
