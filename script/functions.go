@@ -122,11 +122,12 @@ func (v *vm) instantiate(lib *library) (*libraryBuild, string) {
 		return L.PCall(0, 0, v.handler)
 	}()
 	L.RemoveContext()
+	timedOut := ctx.Err() != nil
 	cancel()
 	v.envMeta.RawSetString("__index", v.runGlobals)
 	v.loading = nil
 	L.SetTop(0)
-	if ctx.Err() != nil {
+	if timedOut {
 		v.broken = true
 		return nil, "ERR FUNCTION LOAD timeout"
 	}

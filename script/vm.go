@@ -103,13 +103,16 @@ func newVM(e *Engine) *vm {
 	rg.RawSetString("redis", v.readonly(v.redisAPI()))
 
 	v.loadGlobals = L.NewTable()
-	v.loadGlobals.RawSetString("redis", v.readonly(v.redisLoadAPI()))
+	loadAPI := v.redisLoadAPI()
+	v.loadGlobals.RawSetString("redis", v.readonly(loadAPI))
 
 	missing := L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("Script attempted to access nonexistent global variable '%s'", lua.LVAsString(L.Get(2)))
 		return 0
 	})
-	for _, t := range []*lua.LTable{v.runGlobals, v.loadGlobals} {
+	// At FUNCTION LOAD, a missing field of redis is refused like a
+	// missing global (Redis protects that table the same way).
+	for _, t := range []*lua.LTable{v.runGlobals, v.loadGlobals, loadAPI} {
 		mt := L.NewTable()
 		mt.RawSetString("__index", missing)
 		mt.RawSetString("__metatable", lua.LFalse)
