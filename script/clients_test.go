@@ -109,4 +109,6 @@ func TestClientScripts(t *testing.T) {
 	}
 }
 
-func itoa64(n int64) string { return string(AppendReply(nil, Int(n), 2)[1 : len(AppendReply(nil, Int(n), 2))-2]) }
+func itoa64(n int64) string {
+	return string(AppendReply(nil, Int(n), 2)[1 : len(AppendReply(nil, Int(n), 2))-2])
+}

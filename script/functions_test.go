@@ -5,7 +5,9 @@ import (
 	"testing"
 )
 
-func fn(e *Engine, args ...string) string { return resp2(e.Function(argv(append([]string{"FUNCTION"}, args...)...))) }
+func fn(e *Engine, args ...string) string {
+	return resp2(e.Function(argv(append([]string{"FUNCTION"}, args...)...)))
+}
 
 func TestFunctions(t *testing.T) {
 	e := New(Options{})
@@ -17,8 +19,12 @@ func TestFunctions(t *testing.T) {
 		got  func() string
 		want string
 	}{
-		{"load", func() string { return fn(e, "LOAD", "#!lua name=mylib\nredis.register_function('f1', function(keys, args) return keys[1] end)") }, "$5\r\nmylib\r\n"},
-		{"exists", func() string { return fn(e, "LOAD", "#!lua name=mylib\nredis.register_function('f1', function() return 1 end)") }, "-ERR Library 'mylib' already exists\r\n"},
+		{"load", func() string {
+			return fn(e, "LOAD", "#!lua name=mylib\nredis.register_function('f1', function(keys, args) return keys[1] end)")
+		}, "$5\r\nmylib\r\n"},
+		{"exists", func() string {
+			return fn(e, "LOAD", "#!lua name=mylib\nredis.register_function('f1', function() return 1 end)")
+		}, "-ERR Library 'mylib' already exists\r\n"},
 		{"replace", func() string { return fn(e, "LOAD", "REPLACE", lib) }, "$5\r\nmylib\r\n"},
 		{"no-writes refuses", func() string { return fc("FCALL", "f1", "1", "k", "v") }, "-ERR Write commands are not allowed from read-only scripts. script: f1, on @user_function:2.\r\n"},
 		{"args", func() string { return fc("FCALL", "f2", "0", "a", "b", "c") }, ":3\r\n"},
@@ -33,7 +39,9 @@ func TestFunctions(t *testing.T) {
 		{"list no name", func() string { return fn(e, "LIST", "LIBRARYNAME") }, "-ERR library name argument was not given\r\n"},
 		{"list bad arg", func() string { return fn(e, "LIST", "foo") }, "-ERR Unknown argument foo\r\n"},
 		{"stats", func() string { return fn(e, "STATS") }, "*4\r\n$14\r\nrunning_script\r\n$-1\r\n$7\r\nengines\r\n*2\r\n$3\r\nLUA\r\n*4\r\n$15\r\nlibraries_count\r\n:1\r\n$15\r\nfunctions_count\r\n:2\r\n"},
-		{"function taken", func() string { return fn(e, "LOAD", "#!lua name=lib2\nredis.register_function('f1', function() return 1 end)") }, "-ERR Function f1 already exists\r\n"},
+		{"function taken", func() string {
+			return fn(e, "LOAD", "#!lua name=lib2\nredis.register_function('f1', function() return 1 end)")
+		}, "-ERR Function f1 already exists\r\n"},
 		{"no functions", func() string { return fn(e, "LOAD", "#!lua name=lib2\nreturn 1") }, "-ERR No functions registered\r\n"},
 		{"no newline", func() string { return fn(e, "LOAD", "#!lua name=lib2") }, "-ERR Invalid library metadata\r\n"},
 		{"no name", func() string { return fn(e, "LOAD", "#!lua\nredis.register_function('x', function() return 1 end)") }, "-ERR Library name was not given\r\n"},
