@@ -26,6 +26,7 @@ require (
 	github.com/tsenart/vegeta/v12 v12.13.0
 	github.com/valkey-io/valkey-go v1.0.79
 	github.com/valyala/fasthttp v1.78.0
+	github.com/yuin/gopher-lua v1.1.2
 	go.uber.org/zap v1.28.0
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.49.0

@@ -1,0 +1,285 @@
+package script
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Sizes of one VM's stacks. Lua 5.1 stops C calls at 200 levels (LUAI_MAXCCALLS)
+// and Redis's scripts rarely nest deeper than a few; the data stack may grow
+// to regMax slots (unpack of a large table, deep recursion), then the script
+// fails with "registry overflow" instead of taking the process's memory.
+const (
+	callStackSize = 200
+	regSize       = 1024
+	regMax        = 1 << 20
+)
+
+// vm is one Lua state with Redis's environment. A vm runs one script at a
+// time; the engine keeps a pool of them.
+//
+// The sandbox: gopher-lua has no read-only tables (Redis patches its Lua to
+// have them), so every table a script can reach through the globals is seen
+// through an empty proxy whose metatable reads through to the real table and
+// refuses writes with Redis's "Attempt to modify a readonly table". The
+// globals proxy reads through to one of two tables: the run globals (what
+// EVAL and FCALL see) or the load globals (what FUNCTION LOAD's code sees:
+// only redis.register_function, redis.log and the constants). Functions keep
+// the proxy as their environment, so a helper defined while loading a
+// library sees the run globals when it is called, as in Redis. Reading a
+// global that does not exist raises Redis's "Script attempted to access
+// nonexistent global variable". rawset, rawget, next, pairs and setmetatable
+// are wrapped to see through (or refuse on) the proxies.
+type vm struct {
+	L           *lua.LState
+	env         *lua.LTable // the globals proxy, every function's environment
+	envMeta     *lua.LTable // its metatable; __index is runGlobals or loadGlobals
+	runGlobals  *lua.LTable
+	loadGlobals *lua.LTable
+	handler     *lua.LFunction
+	proxies     map[*lua.LTable]*lua.LTable // proxy -> the table it guards
+	eng         *Engine
+
+	run     *Run                  // the run in progress, nil between runs
+	caller  Caller                // the run's Caller
+	loading *libraryBuild         // the library being loaded, nil otherwise
+	libs    map[string]*libLoaded // libraries instantiated in this vm
+	broken  bool                  // killed or panicked: do not reuse
+	rand    *rand48               // math.random, seeded with 0 at each run
+}
+
+func newVM(e *Engine) *vm {
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:        true,
+		CallStackSize:       callStackSize,
+		RegistrySize:        regSize,
+		RegistryMaxSize:     regMax,
+		MinimizeStackMemory: true,
+	})
+	v := &vm{L: L, eng: e, proxies: make(map[*lua.LTable]*lua.LTable), libs: make(map[string]*libLoaded)}
+	for _, lib := range []struct {
+		name string
+		fn   lua.LGFunction
+	}{
+		{lua.BaseLibName, lua.OpenBase},
+		{lua.TabLibName, lua.OpenTable},
+		{lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath},
+		{lua.CoroutineLibName, lua.OpenCoroutine},
+	} {
+		L.Push(L.NewFunction(lib.fn))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	g := L.G.Global
+
+	v.runGlobals = L.NewTable()
+	rg := v.runGlobals
+	for _, name := range []string{
+		"assert", "collectgarbage", "error", "getmetatable", "ipairs", "load",
+		"loadstring", "next", "pairs", "rawequal", "rawget", "rawset", "select",
+		"setmetatable", "tonumber", "tostring", "type", "unpack", "xpcall",
+		"_VERSION",
+	} {
+		rg.RawSetString(name, g.RawGetString(name))
+	}
+	v.wrapBuiltins(rg)
+	rg.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LNumber(0))
+		return 1
+	}))
+	for _, name := range []string{"string", "table", "math", "coroutine"} {
+		lib := g.RawGetString(name).(*lua.LTable)
+		rg.RawSetString(name, v.readonly(lib))
+	}
+	mathLib := g.RawGetString("math").(*lua.LTable)
+	v.rand = openMathRandom(L, mathLib)
+	rg.RawSetString("cjson", v.readonly(openCJSON(L)))
+	rg.RawSetString("bit", v.readonly(openBit(L)))
+	rg.RawSetString("struct", v.readonly(openStruct(L)))
+	rg.RawSetString("cmsgpack", v.readonly(openCMsgpack(L)))
+	rg.RawSetString("redis", v.readonly(v.redisAPI()))
+
+	v.loadGlobals = L.NewTable()
+	loadAPI := v.redisLoadAPI()
+	v.loadGlobals.RawSetString("redis", v.readonly(loadAPI))
+
+	missing := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", lua.LVAsString(L.Get(2)))
+		return 0
+	})
+	// At FUNCTION LOAD, a missing field of redis is refused like a
+	// missing global (Redis protects that table the same way).
+	for _, t := range []*lua.LTable{v.runGlobals, v.loadGlobals, loadAPI} {
+		mt := L.NewTable()
+		mt.RawSetString("__index", missing)
+		mt.RawSetString("__metatable", lua.LFalse)
+		L.SetMetatable(t, mt)
+	}
+
+	v.env = L.NewTable()
+	v.envMeta = L.NewTable()
+	v.envMeta.RawSetString("__index", v.runGlobals)
+	v.envMeta.RawSetString("__newindex", L.NewFunction(raiseReadonly))
+	v.envMeta.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(v.env, v.envMeta)
+	v.proxies[v.env] = v.runGlobals
+	rg.RawSetString("_G", v.env)
+
+	// The string metatable's __index is the real string table (method calls
+	// stay fast); scripts reach the metatable only as a read-only proxy.
+	if smt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		smt.RawSetString("__metatable", v.readonly(smt))
+	}
+
+	L.Env = v.env
+	L.G.Global = v.env
+	v.handler = L.NewFunction(v.errorHandler)
+	return v
+}
+
+// readonly returns a proxy of t that refuses writes.
+func (v *vm) readonly(t *lua.LTable) *lua.LTable {
+	L := v.L
+	p := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", t)
+	mt.RawSetString("__newindex", L.NewFunction(raiseReadonly))
+	mt.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(p, mt)
+	v.proxies[p] = t
+	return p
+}
+
+func raiseReadonly(L *lua.LState) int {
+	L.RaiseError("Attempt to modify a readonly table")
+	return 0
+}
+
+// backing is the table a proxy guards, or t itself.
+func (v *vm) backing(t *lua.LTable) *lua.LTable {
+	if b, ok := v.proxies[t]; ok {
+		if t == v.env {
+			return v.envMeta.RawGetString("__index").(*lua.LTable)
+		}
+		return b
+	}
+	return t
+}
+
+// wrapBuiltins replaces the base functions that would see (or write) a
+// proxy's empty table, and pcall, which Redis changes so that an error table
+// ({err=...}) is caught as its message.
+func (v *vm) wrapBuiltins(rg *lua.LTable) {
+	L := v.L
+	rg.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		if _, ok := v.proxies[t]; ok {
+			L.Error(lua.LString("Attempt to modify a readonly table"), 0)
+		}
+		L.RawSet(t, L.CheckAny(2), L.CheckAny(3))
+		L.SetTop(1)
+		return 1
+	}))
+	rg.RawSetString("rawget", L.NewFunction(func(L *lua.LState) int {
+		t := v.backing(L.CheckTable(1))
+		L.Push(L.RawGet(t, L.CheckAny(2)))
+		return 1
+	}))
+	next := L.NewFunction(func(L *lua.LState) int {
+		t := v.backing(L.CheckTable(1))
+		k, val := t.Next(L.Get(2))
+		if k == lua.LNil {
+			L.Push(lua.LNil)
+			return 1
+		}
+		L.Push(k)
+		L.Push(val)
+		return 2
+	})
+	rg.RawSetString("next", next)
+	rg.RawSetString("pairs", L.NewFunction(func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		L.Push(next)
+		L.Push(t)
+		L.Push(lua.LNil)
+		return 3
+	}))
+	setmt := rg.RawGetString("setmetatable")
+	rg.RawSetString("setmetatable", L.NewFunction(func(L *lua.LState) int {
+		if t, ok := L.Get(1).(*lua.LTable); ok {
+			if _, ok := v.proxies[t]; ok {
+				L.Error(lua.LString("Attempt to modify a readonly table"), 0)
+			}
+		}
+		L.Insert(setmt, 1)
+		L.Call(L.GetTop()-1, 1)
+		return 1
+	}))
+	rg.RawSetString("pcall", L.NewFunction(func(L *lua.LState) int {
+		fn := L.CheckAny(1)
+		nargs := L.GetTop() - 1
+		if err := L.PCall(nargs, lua.MultRet, nil); err != nil {
+			var obj lua.LValue = lua.LString(err.Error())
+			if aerr, ok := err.(*lua.ApiError); ok {
+				obj = aerr.Object
+			}
+			if t, ok := obj.(*lua.LTable); ok {
+				if s, ok := t.RawGetString("err").(lua.LString); ok {
+					obj = s
+				}
+			}
+			L.Push(lua.LFalse)
+			L.Push(obj)
+			return 2
+		}
+		_ = fn
+		L.Insert(lua.LTrue, 1)
+		return L.GetTop()
+	}))
+}
+
+// errorHandler is the message handler of every run, Redis's
+// __redis__err__handler: it turns the error into a table {err=, source=,
+// line=} naming the script position the error came from (the caller of the
+// Go function that raised it, if one did).
+func (v *vm) errorHandler(L *lua.LState) int {
+	errv := L.Get(1)
+	var t *lua.LTable
+	if et, ok := errv.(*lua.LTable); ok {
+		t = et
+	} else {
+		t = L.NewTable()
+		t.RawSetString("err", lua.LString("ERR "+lua.LVAsString(L.ToStringMeta(errv))))
+	}
+	if v.run != nil && v.run.stopReason() != "" {
+		t = L.NewTable()
+		t.RawSetString("err", lua.LString(v.run.stopReason()))
+	}
+	// Level 0 is this handler; level 1 is the function that raised.
+	for level := 1; ; level++ {
+		dbg, ok := L.GetStack(level)
+		if !ok {
+			break
+		}
+		if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil {
+			break
+		}
+		if dbg.What == "G" {
+			continue
+		}
+		t.RawSetString("source", lua.LString("@"+dbg.Source))
+		t.RawSetString("line", lua.LNumber(dbg.CurrentLine))
+		break
+	}
+	L.Push(t)
+	return 1
+}
+
+// sha1hex is Redis's script name: the SHA1 of the body, lowercase hex.
+func sha1hex(b []byte) string {
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
