@@ -34,3 +34,17 @@ type SpecError struct {
 func (e *SpecError) Error() string {
 	return e.Field + ": " + strconv.Quote(e.Value) + ": " + e.Reason
 }
+
+// Refusal is an update's refusal in Redis's own words ("ERR value is not
+// a valid float"): the fronts answer it as it is, and like ErrNotInteger it
+// is the client's doing, not a failure of the store. The key is unchanged.
+type Refusal string
+
+func (e Refusal) Error() string { return string(e) }
+
+// ClientCaused reports whether err is the client's doing (a value that is
+// not a number, a refused update) rather than a failure of the store.
+func ClientCaused(err error) bool {
+	var r Refusal
+	return errors.Is(err, ErrNotInteger) || errors.Is(err, ErrOverflow) || errors.As(err, &r)
+}

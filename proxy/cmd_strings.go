@@ -219,3 +219,135 @@ func (c *conn) incr(key []byte, delta int64) {
 	}
 	c.writeInt(n)
 }
+
+// maxValue bounds a value an update builds on route r: the route's
+// max_value_bytes, or else the largest bulk a client may send
+// (proto-max-bulk-len in Redis).
+func (c *conn) maxValue(r *route.Route) int64 {
+	if r.MaxValueBytes > 0 {
+		return r.MaxValueBytes
+	}
+	return c.s.config().MaxBulkBytes
+}
+
+// update runs u on route r's key k; it answers a failure and returns false.
+func (c *conn) update(r *route.Route, k string, u backends.Update) bool {
+	if err := r.Backend.Update(c.s.ctx, k, u); err != nil {
+		c.backendErr(r, err)
+		return false
+	}
+	return true
+}
+
+// APPEND key value
+func cmdAppend(c *conn, args [][]byte) {
+	r, k := c.key(args[1])
+	if r == nil {
+		return
+	}
+	u := &backends.Append{Suffix: args[2], Max: c.maxValue(r)}
+	if c.update(r, k, u) {
+		c.writeInt(u.Length)
+	}
+}
+
+// SETRANGE key offset value
+func cmdSetRange(c *conn, args [][]byte) {
+	off, ok := parseInt(args[2])
+	switch {
+	case !ok:
+		c.writeError(errNotInteger)
+		return
+	case off < 0:
+		c.writeError("ERR offset is out of range")
+		return
+	}
+	r, k := c.key(args[1])
+	if r == nil {
+		return
+	}
+	u := &backends.SetRange{Offset: off, Val: args[3], Max: c.maxValue(r)}
+	if c.update(r, k, u) {
+		c.writeInt(u.Length)
+	}
+}
+
+// INCRBYFLOAT key increment
+func cmdIncrByFloat(c *conn, args [][]byte) {
+	d, ok := backends.ParseFloat(args[2])
+	if !ok {
+		c.writeError("ERR value is not a valid float")
+		return
+	}
+	r, k := c.key(args[1])
+	if r == nil {
+		return
+	}
+	u := &backends.IncrByFloat{Delta: d}
+	if c.update(r, k, u) {
+		c.writeBulk(u.Result)
+	}
+}
+
+// GETSET key value
+func cmdGetSet(c *conn, args [][]byte) {
+	c.set(args[1], args[2], backends.SetOptions{Get: true}, false)
+}
+
+// STRLEN key
+func cmdStrLen(c *conn, args [][]byte) {
+	r, k := c.key(args[1])
+	if r == nil {
+		return
+	}
+	v, _, err := r.Backend.Get(c.s.ctx, k)
+	if err != nil {
+		c.backendErr(r, err)
+		return
+	}
+	c.writeInt(int64(len(v)))
+}
+
+// GETRANGE key start end
+// SUBSTR key start end
+func cmdGetRange(c *conn, args [][]byte) {
+	start, ok1 := parseInt(args[2])
+	end, ok2 := parseInt(args[3])
+	if !ok1 || !ok2 {
+		c.writeError(errNotInteger)
+		return
+	}
+	r, k := c.key(args[1])
+	if r == nil {
+		return
+	}
+	v, _, err := r.Backend.Get(c.s.ctx, k)
+	if err != nil {
+		c.backendErr(r, err)
+		return
+	}
+	c.writeBulk(substr(v, start, end))
+}
+
+// substr is GETRANGE's slice of v, by Redis's rules for negative and
+// out-of-range indexes.
+func substr(v []byte, start, end int64) []byte {
+	n := int64(len(v))
+	if start < 0 && end < 0 && start > end {
+		return []byte{}
+	}
+	if start < 0 {
+		start += n
+	}
+	if end < 0 {
+		end += n
+	}
+	start, end = max(start, 0), max(end, 0)
+	if end >= n {
+		end = n - 1
+	}
+	if start > end || n == 0 {
+		return []byte{}
+	}
+	return v[start : end+1]
+}

@@ -71,6 +71,14 @@ func init() {
 		{name: "incrby", fn: cmdIncrBy, kind: kindWrite, arity: 3, keys: oneKey},
 		{name: "decr", fn: cmdDecr, kind: kindWrite, arity: 2, keys: oneKey},
 		{name: "decrby", fn: cmdDecrBy, kind: kindWrite, arity: 3, keys: oneKey},
+		{name: "incrbyfloat", fn: cmdIncrByFloat, kind: kindWrite, arity: 3, keys: oneKey},
+		{name: "append", fn: cmdAppend, kind: kindWrite, arity: 3, keys: oneKey},
+		{name: "setrange", fn: cmdSetRange, kind: kindWrite, arity: 4, keys: oneKey},
+		{name: "getset", fn: cmdGetSet, kind: kindWrite, arity: 3, keys: oneKey},
+		{name: "strlen", fn: cmdStrLen, kind: kindRead, arity: 2, keys: oneKey},
+		{name: "getrange", fn: cmdGetRange, kind: kindRead, arity: 4, keys: oneKey},
+		{name: "substr", fn: cmdGetRange, kind: kindRead, arity: 4, keys: oneKey},
+		{name: "lcs", fn: cmdLCS, kind: kindRead, arity: -3, keys: keySpec{1, 2, 1}},
 
 		// cmd_keys.go
 		{name: "del", fn: cmdDel, kind: kindWrite, arity: -2, keys: allKeys},

@@ -419,7 +419,7 @@ func (c *conn) key(k []byte) (*route.Route, string) {
 
 // backendErr answers a failed backend call.
 func (c *conn) backendErr(r *route.Route, err error) {
-	if !errors.Is(err, backends.ErrNotInteger) && !errors.Is(err, backends.ErrOverflow) {
+	if !backends.ClientCaused(err) {
 		c.s.log.Debug("backend error", zap.String("route", r.Name), zap.Error(err))
 	}
 	c.writeError(backendError(r, err))

@@ -98,7 +98,10 @@ func indexNUL(b []byte) int {
 // the closest one: errors a client caused read as Redis's, a store that is
 // down names its backend, and anything else is passed on with its text.
 func backendError(r *route.Route, err error) string {
+	var refused backends.Refusal
 	switch {
+	case errors.As(err, &refused):
+		return string(refused)
 	case errors.Is(err, backends.ErrNotInteger):
 		return errNotInteger
 	case errors.Is(err, backends.ErrOverflow):

@@ -2,7 +2,6 @@ package route
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,7 +112,7 @@ func (o *opMetrics) observe(start time.Time, err error) {
 	o.latency.Observe(time.Since(start).Seconds())
 	// A value that is not a number is the client's mistake, not a
 	// backend failure.
-	if err != nil && !errors.Is(err, backends.ErrNotInteger) && !errors.Is(err, backends.ErrOverflow) {
+	if err != nil && !backends.ClientCaused(err) {
 		o.failed.Inc()
 		return
 	}
