@@ -24,6 +24,11 @@ var (
 	ErrValueTooLarge = errors.New("value too large")
 	// ErrUnsupported: the store cannot do this operation.
 	ErrUnsupported = errors.New("operation not supported by this backend")
+	// ErrBusy: the key is held by a script that has run past the busy
+	// threshold (Redis's -BUSY); the request may succeed once it ends.
+	ErrBusy = errors.New("busy running a script")
+	// ErrUndeclaredKey: an atomic run touched a key it did not declare.
+	ErrUndeclaredKey = errors.New("key not declared by the transaction or script")
 )
 
 // SpecError is a route option a driver cannot honour.

@@ -81,3 +81,18 @@ func As[T any](b Backend) (T, bool) {
 		b = w.Unwrap()
 	}
 }
+
+// Atomic is a Backend that runs several operations as one (MULTI/EXEC, a
+// script): while fn runs, no other client writes keys, and no other client
+// sees some of fn's writes and not others. fn gets tx, a Backend on which
+// it touches only keys (a store may refuse others with ErrUndeclaredKey);
+// its calls on tx see its own writes. fn may run more than once (a store
+// that retries after a conflict), so it keeps its results where each run
+// overwrites them. When fn returns an error, Atomically returns it, and a
+// store that can (PostgreSQL, Valkey) has written none of fn's writes.
+//
+// A wrapper must implement Atomic itself when it has to see the writes (an
+// L1 tier fences the keys), and give fn a tx wrapped as it wraps.
+type Atomic interface {
+	Atomically(ctx context.Context, keys []string, fn func(tx Backend) error) error
+}
