@@ -78,12 +78,13 @@ type Driver struct {
 type routeCache struct {
 	c     *cache
 	sweep *sweep.Sweeper[*item]
-	refs  int // open Stores: a reload opens the new before it closes the old
+	locks *keyLocks // atomic runs against plain commands, see atomic.go
+	refs  int       // open Stores: a reload opens the new before it closes the old
 }
 
 func newRouteCache(maxBytes int64, clock otter.Clock) *routeCache {
 	c := newCache(maxBytes, clock)
-	return &routeCache{c: c, sweep: sweep.Start(c, func(it *item) int64 { return it.exp })}
+	return &routeCache{c: c, sweep: sweep.Start(c, func(it *item) int64 { return it.exp }), locks: newKeyLocks()}
 }
 
 // drop empties and stops the cache.
@@ -138,7 +139,7 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 		d.rebalanceLocked()
 	}
 	rc.refs++
-	return &Store{c: rc.c, sweep: rc.sweep, release: func() { d.release(spec.Name, rc) }}, nil
+	return &Store{c: rc.c, sweep: rc.sweep, locks: rc.locks, release: func() { d.release(spec.Name, rc) }}, nil
 }
 
 // release drops a route's cache when its last Store closes.

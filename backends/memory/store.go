@@ -22,6 +22,7 @@ import (
 type Store struct {
 	c       *cache
 	sweep   *sweep.Sweeper[*item] // told of every item written with a deadline
+	locks   *keyLocks             // nil inside an atomic run (see atomic.go)
 	release func()
 	closed  sync.Once
 }
@@ -60,15 +61,63 @@ func (s *Store) get(k string) (*item, bool) { return sampled.Get(s.c, k) }
 
 // Get returns the value of a live key.
 func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
-	it, ok := s.get(s.k(k))
-	if !ok || !it.alive() {
-		return nil, false, nil
+	st := s.locks.of(k)
+	for {
+		seq, err := st.readBegin()
+		if err != nil {
+			return nil, false, err
+		}
+		it, ok := s.get(s.k(k))
+		if !st.readOK(seq) {
+			continue // an atomic run wrote meanwhile
+		}
+		if !ok || !it.alive() {
+			return nil, false, nil
+		}
+		return it.val(), true, nil
 	}
-	return it.val(), true, nil
 }
 
 // MGet appends the value of each key, or nil, to dst.
 func (s *Store) MGet(_ context.Context, keys []string, dst [][]byte) ([][]byte, error) {
+	if s.locks == nil {
+		return s.mget(keys, dst), nil
+	}
+	// Note every key's stripe sequence, read, and read again if an atomic
+	// run wrote any of them meanwhile: the values are one moment's.
+	var stack [64]uint64
+	seqs := stack[:0]
+	if len(keys) > len(stack) {
+		seqs = make([]uint64, 0, len(keys))
+	}
+	base := len(dst)
+again:
+	seqs = seqs[:0]
+	for _, k := range keys {
+		seq, err := s.locks.of(k).readBegin()
+		if err != nil {
+			return dst[:base], err
+		}
+		seqs = append(seqs, seq)
+	}
+	dst = s.mget(keys, dst[:base])
+	if afterMGetReads != nil {
+		afterMGetReads()
+	}
+	for i, k := range keys {
+		if !s.locks.of(k).readOK(seqs[i]) {
+			goto again
+		}
+	}
+	return dst, nil
+}
+
+// afterMGetReads, when set, runs between an MGet's reads and its check of
+// the sequences: tests run an atomic run there.
+var afterMGetReads func()
+
+// mget is MGet's reads.
+func (s *Store) mget(keys []string, dst [][]byte) [][]byte {
 	var n int64 // the clock, read once the first item with a deadline is found
 	for _, k := range keys {
 		it, ok := s.get(s.k(k))
@@ -81,11 +130,16 @@ func (s *Store) MGet(_ context.Context, keys []string, dst [][]byte) ([][]byte, 
 		}
 		dst = append(dst, it.val())
 	}
-	return dst, nil
+	return dst
 }
 
 // Set stores val as opts says.
 func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
+	st := s.locks.of(k)
+	if err := st.lock(); err != nil {
+		return backends.SetResult{}, err
+	}
+	defer st.unlock()
 	if opts.Cond == backends.SetAlways && !opts.Get && opts.TTL.Mode != backends.TTLKeep {
 		var exp int64
 		if opts.TTL.Mode != backends.TTLNone {
@@ -130,7 +184,12 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 // reader may see some pairs before others.
 func (s *Store) MSet(_ context.Context, pairs []backends.KV) error {
 	for _, p := range pairs {
+		st := s.locks.of(p.Key)
+		if err := st.lock(); err != nil {
+			return err
+		}
 		s.c.Set(s.owned(p.Key), newItem(p.Val, 0))
+		st.unlock()
 	}
 	return nil
 }
@@ -139,9 +198,14 @@ func (s *Store) MSet(_ context.Context, pairs []backends.KV) error {
 func (s *Store) Del(_ context.Context, keys []string) (int64, error) {
 	n, count := now(), int64(0)
 	for _, k := range keys {
+		st := s.locks.of(k)
+		if err := st.lock(); err != nil {
+			return count, err
+		}
 		if it, ok := s.c.Invalidate(s.k(k)); ok && it.live(n) {
 			count++
 		}
+		st.unlock()
 	}
 	return count, nil
 }
@@ -150,7 +214,16 @@ func (s *Store) Del(_ context.Context, keys []string) (int64, error) {
 func (s *Store) Exists(_ context.Context, keys []string) (int64, error) {
 	n, count := now(), int64(0)
 	for _, k := range keys {
-		if it, ok := s.c.GetIfPresent(s.k(k)); ok && it.live(n) {
+		st := s.locks.of(k)
+		seq, err := st.readBegin()
+		if err != nil {
+			return 0, err
+		}
+		it, ok := s.c.GetIfPresent(s.k(k))
+		if !st.readOK(seq) {
+			return s.Exists(context.Background(), keys) // an atomic run wrote: again
+		}
+		if ok && it.live(n) {
 			count++
 		}
 	}
@@ -160,6 +233,11 @@ func (s *Store) Exists(_ context.Context, keys []string) (int64, error) {
 // Update runs u inside otter's compute, under the lock of the key's
 // bucket: no other write of the key comes between its read and its write.
 func (s *Store) Update(_ context.Context, k string, u backends.Update) error {
+	st := s.locks.of(k)
+	if err := st.lock(); err != nil {
+		return err
+	}
+	defer st.unlock()
 	n := now()
 	var wrote int64
 	var err error
@@ -201,8 +279,20 @@ func (s *Store) Update(_ context.Context, k string, u backends.Update) error {
 
 // TTL returns the remaining lifetime of k.
 func (s *Store) TTL(_ context.Context, k string) (time.Duration, error) {
+	st := s.locks.of(k)
+	var it *item
+	var ok bool
+	for {
+		seq, err := st.readBegin()
+		if err != nil {
+			return 0, err
+		}
+		it, ok = s.c.GetIfPresent(s.k(k))
+		if st.readOK(seq) {
+			break
+		}
+	}
 	n := now()
-	it, ok := s.c.GetIfPresent(s.k(k))
 	switch {
 	case !ok || !it.live(n):
 		return backends.TTLMissing, nil

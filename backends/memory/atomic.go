@@ -1,0 +1,150 @@
+package memory
+
+import (
+	"context"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// Atomic runs (MULTI/EXEC, scripts) and the plain commands meet on striped
+// key locks. Each stripe has a mutex and a sequence:
+//
+//   - a plain write of a key holds its stripe's mutex while it writes, so
+//     it never lands inside an atomic run on that key;
+//   - an atomic run takes the mutexes of all its keys' stripes (in stripe
+//     order, so two runs cannot deadlock), makes each stripe's sequence
+//     odd, runs, and makes them even again;
+//   - a read takes no lock: it notes the sequences of its keys' stripes,
+//     reads, and reads again if any sequence was odd or has moved. So a
+//     reader sees all of a run's writes or none, an MGET of two keys a run
+//     moves a value between included.
+//
+// A plain GET or SET pays a hash of its key and two uncontended atomic
+// operations; a stripe shared by a running script and an unrelated key
+// makes that key wait too, which 1024 stripes keep rare.
+const nStripes = 1024
+
+type keyLocks struct {
+	seed    maphash.Seed
+	stripes [nStripes]stripe
+}
+
+type stripe struct {
+	mu    sync.Mutex
+	seq   atomic.Uint64 // odd while an atomic run holds the stripe
+	since atomic.Int64  // when that run began (unix nanoseconds), 0: none
+	_     [40]byte      // a cache line each: stripes are written by different cores
+}
+
+func newKeyLocks() *keyLocks { return &keyLocks{seed: maphash.MakeSeed()} }
+
+func (l *keyLocks) index(k string) int { return int(maphash.String(l.seed, k) % nStripes) }
+
+// of returns k's stripe; nil for a store inside an atomic run, whose keys
+// are held already.
+func (l *keyLocks) of(k string) *stripe {
+	if l == nil {
+		return nil
+	}
+	return &l.stripes[l.index(k)]
+}
+
+// lock takes the stripe for a write, waiting for an atomic run that holds
+// it, but no longer than BusyThreshold past that run's start.
+func (st *stripe) lock() error {
+	if st == nil || st.mu.TryLock() {
+		return nil
+	}
+	return st.wait(true)
+}
+
+func (st *stripe) unlock() {
+	if st != nil {
+		st.mu.Unlock()
+	}
+}
+
+// wait blocks until the stripe is free (taking it when take), or fails with
+// ErrBusy once the run holding it has run past the threshold.
+func (st *stripe) wait(take bool) error {
+	pause := time.Microsecond
+	for {
+		if take && st.mu.TryLock() {
+			return nil
+		}
+		if !take && st.seq.Load()&1 == 0 {
+			return nil
+		}
+		if since := st.since.Load(); since != 0 && time.Now().UnixNano()-since > backends.BusyThreshold.Load() {
+			return backends.ErrBusy
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
+}
+
+// readBegin returns the stripe's sequence for a read, once no atomic run
+// holds it.
+func (st *stripe) readBegin() (uint64, error) {
+	if st == nil {
+		return 0, nil
+	}
+	for {
+		seq := st.seq.Load()
+		if seq&1 == 0 {
+			return seq, nil
+		}
+		if err := st.wait(false); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// readOK reports whether a read begun at seq saw no atomic run's writes.
+func (st *stripe) readOK(seq uint64) bool { return st == nil || st.seq.Load() == seq }
+
+// Atomically runs fn with keys' stripes held: fn's calls on tx see no
+// other write of keys, and no reader sees some of its writes and not
+// others. Writes already made stay when fn fails: like Redis, the memory
+// store has no rollback.
+func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends.Backend) error) error {
+	if s.locks == nil { // already inside a run: its keys are held
+		return fn(s)
+	}
+	idx := make([]int, 0, len(keys))
+	for _, k := range keys {
+		idx = append(idx, s.locks.index(k))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for n, i := range idx {
+		if err := s.locks.stripes[i].lock(); err != nil {
+			for _, j := range idx[:n] {
+				s.locks.stripes[j].mu.Unlock()
+			}
+			return err
+		}
+	}
+	now := time.Now().UnixNano()
+	for _, i := range idx {
+		st := &s.locks.stripes[i]
+		st.since.Store(now)
+		st.seq.Add(1)
+	}
+	defer func() {
+		for _, i := range idx {
+			st := &s.locks.stripes[i]
+			st.seq.Add(1)
+			st.since.Store(0)
+			st.mu.Unlock()
+		}
+	}()
+	return fn(&Store{c: s.c, sweep: s.sweep})
+}
+
+var _ backends.Atomic = (*Store)(nil)
