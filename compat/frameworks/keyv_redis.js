@@ -33,6 +33,7 @@ async function main() {
   const keyv = open(ns);
   const neighbour = open(prefix + "keyv-other"); // another namespace on the same route
   const full = (name) => `${ns}::${name}`;
+  const cache = createCache({ stores: [open(prefix + "cm")] });
 
   try {
     await c.step("set/get", async () => {
@@ -78,7 +79,6 @@ async function main() {
     });
 
     await c.step("cache-manager", async () => {
-      const cache = createCache({ stores: [open(prefix + "cm")] });
       cache.on("set", ({ key, error }) => error && c.fail(`cache-manager set ${key}: ${error.message}`));
       c.eq("set", await cache.set("a", { x: 1 }, 60_000), { x: 1 });
       c.eq("get", await cache.get("a"), { x: 1 });
@@ -99,7 +99,6 @@ async function main() {
       await cache.clear();
       c.eq("clear", await cache.get("a"), undefined);
       c.eq("nothing left", await raw.keys(`${prefix}cm::*`), []);
-      await cache.disconnect();
     });
 
     await c.step("clear keeps other namespaces", async () => {
@@ -117,6 +116,7 @@ async function main() {
       await raw.del([prefix + "other-app:k", ns + "ish"]);
     });
   } finally {
+    await cache.disconnect();
     await keyv.disconnect();
     await neighbour.disconnect();
     await raw.close();
