@@ -46,12 +46,12 @@ async function main() {
     });
 
     await c.step("ttl honoured", async () => {
-      await keyv.set("short", "v", 300);
+      await keyv.set("short", "v", 1000);
       await keyv.set("long", "v", 60_000);
       const pttl = await raw.pTTL(full("short"));
-      c.ok("server ttl", pttl > 0 && pttl <= 300, `pttl ${pttl}`);
+      c.ok("server ttl", pttl > 0 && pttl <= 1000, `pttl ${pttl}`);
       c.eq("readable before expiry", await keyv.get("short"), "v");
-      await sleep(500);
+      await sleep(1500);
       c.eq("gone after expiry", await keyv.get("short"), undefined);
       c.eq("gone from the server", await raw.exists(full("short")), 0);
       c.eq("longer ttl kept", await keyv.get("long"), "v");

@@ -104,11 +104,11 @@ def run(label, store, raw, name, full)
   end
 
   step("#{label} expires_in honoured") do
-    store.write(name["short"], "v", expires_in: 0.3)
+    store.write(name["short"], "v", expires_in: 1)
     eq("readable before expiry", store.read(name["short"]), "v")
     pttl = raw.pttl(full[name["short"]])
-    ok("server ttl", pttl > 0 && pttl <= 300, "pttl #{pttl}")
-    sleep 0.5
+    ok("server ttl", pttl > 0 && pttl <= 1000, "pttl #{pttl}")
+    sleep 1.5
     eq("gone after expiry", store.read(name["short"]), nil)
     eq("gone from the server", raw.exists?(full[name["short"]]), false)
   end
