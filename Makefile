@@ -48,6 +48,7 @@ test-faults: test-deps
 
 test-deps: test-packages
 	@$(MAKE) -s pgext-install
+	@compat/frameworks/install.sh
 
 test-packages:
 	@missing=""; \
