@@ -96,3 +96,13 @@ func As[T any](b Backend) (T, bool) {
 type Atomic interface {
 	Atomically(ctx context.Context, keys []string, fn func(tx Backend) error) error
 }
+
+// Watchable is a Backend that learns of writes made elsewhere (an L1
+// tier's fences from PostgreSQL, a Valkey client cache's invalidations),
+// so WATCH can see them: a token now, and later whether key may have
+// changed since. When it cannot be sure (fences may have been missed), it
+// says changed.
+type Watchable interface {
+	WatchToken() uint64
+	ChangedSince(key string, tok uint64) bool
+}

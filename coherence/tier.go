@@ -62,6 +62,7 @@ type Tier struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight
+	running map[uint64]int // bucket hashes of the keys of atomic runs in flight: no fills
 
 	Stats TierStats
 
@@ -105,6 +106,7 @@ func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
 		table:   f.Table(fenced.FenceTable()),
 		ttl:     opts.TTL,
 		flights: map[string]*flight{},
+		running: map[uint64]int{},
 		clock:   sweep.NewClock(),
 	}
 	t.expiry, _ = b.(backends.ExpiryReader)
@@ -214,7 +216,7 @@ func (t *Tier) load(ctx context.Context, key string, h uint64) ([]byte, bool, er
 // fill stores a value read under tok unless a fence has come since. A fence
 // that comes after this check is caught by the check on every hit.
 func (t *Tier) fill(key string, val []byte, tok Token, h uint64, ttl time.Duration) {
-	if !t.f.Valid(tok, t.table, h) {
+	if !t.f.Valid(tok, t.table, h) || t.inRun(h) {
 		t.Stats.FillsFenced.Add(1)
 		return
 	}
@@ -246,12 +248,16 @@ func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte,
 	}
 	base := len(dst)
 	now := time.Now().UnixNano()
+	tok0 := t.f.Token()
 	var missing []string
 	var missingAt []int
+	var stack [64]uint64
+	hitHashes := stack[:0]
 	for i, k := range keys {
 		if e, ok := sampled.Get(t.cache, k); ok && e.usable(t, now) {
 			t.Stats.Hits.Add(1)
 			dst = append(dst, e.val)
+			hitHashes = append(hitHashes, e.h)
 			continue
 		}
 		t.Stats.Misses.Add(1)
@@ -266,6 +272,14 @@ func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte,
 	got, err := t.readMany(ctx, missing)
 	if err != nil {
 		return dst[:base], err
+	}
+	// A hit served from before a write the misses' read saw would mix two
+	// moments: an atomic run fences its keys before it commits, so a hit
+	// fenced since tok0 means read them all again, in one query.
+	for _, h := range hitHashes {
+		if !t.f.Valid(tok0, t.table, h) {
+			return t.Backend.MGet(ctx, keys, dst[:base])
+		}
 	}
 	for i, e := range got {
 		dst[missingAt[i]] = e.Val
@@ -331,6 +345,57 @@ func (t *Tier) Del(ctx context.Context, keys []string) (int64, error) {
 	return t.Backend.Del(ctx, keys)
 }
 
+// Atomically runs fn on the backend's atomic run, with the keys fenced
+// before (no entry read before the run is served while it commits), not
+// filled during, and fenced again after: so a reader of several keys gets
+// all of the run's writes or none (see MGet).
+func (t *Tier) Atomically(ctx context.Context, keys []string, fn func(tx backends.Backend) error) error {
+	a, ok := backends.As[backends.Atomic](t.Backend)
+	if !ok {
+		return backends.ErrUnsupported
+	}
+	hs := make([]uint64, 0, len(keys))
+	for _, k := range keys {
+		if h, err := t.hash(k); err == nil {
+			hs = append(hs, h)
+		}
+	}
+	t.mu.Lock()
+	for _, h := range hs {
+		t.running[h]++
+	}
+	t.mu.Unlock()
+	t.invalidate(keys...)
+	defer func() {
+		t.invalidate(keys...)
+		t.mu.Lock()
+		for _, h := range hs {
+			if t.running[h]--; t.running[h] == 0 {
+				delete(t.running, h)
+			}
+		}
+		t.mu.Unlock()
+	}()
+	return a.Atomically(ctx, keys, fn)
+}
+
+// inRun reports whether an atomic run on a key of bucket h is in flight.
+func (t *Tier) inRun(h uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running[h] > 0
+}
+
+// WatchToken and ChangedSince let WATCH see the writes the tier's fences
+// report: by any instance, and by plain SQL. While fences may be missed,
+// every key may have changed.
+func (t *Tier) WatchToken() uint64 { return uint64(t.f.Token()) }
+
+func (t *Tier) ChangedSince(key string, tok uint64) bool {
+	h, err := t.hash(key)
+	return err != nil || !t.f.Online() || !t.f.Valid(Token(tok), t.table, h)
+}
+
 // Update writes through and fences the key.
 func (t *Tier) Update(ctx context.Context, key string, u backends.Update) error {
 	defer t.invalidate(key)
@@ -365,6 +430,8 @@ func (t *Tier) Close() error {
 }
 
 var (
-	_ backends.Backend = (*Tier)(nil)
-	_ backends.Wrapper = (*Tier)(nil)
+	_ backends.Backend   = (*Tier)(nil)
+	_ backends.Wrapper   = (*Tier)(nil)
+	_ backends.Atomic    = (*Tier)(nil)
+	_ backends.Watchable = (*Tier)(nil)
 )

@@ -33,6 +33,12 @@ type spec struct {
 	// noAuth lets a client that must authenticate run the command (Redis's
 	// no_auth flag: AUTH, HELLO; QUIT is always let through).
 	noAuth bool
+	// noQueue runs the command inside MULTI instead of queueing it (EXEC,
+	// DISCARD, MULTI, WATCH, QUIT).
+	noQueue bool
+	// movable returns the keys of a command whose keys keySpec cannot say
+	// (EVAL's numkeys), or an error reply.
+	movable func(args [][]byte) ([][]byte, string)
 }
 
 // command is a spec ready to dispatch.
@@ -46,6 +52,8 @@ type command struct {
 	subList  []*command          // subs in table order, for COMMAND
 	arityErr string              // the reply to a wrong number of arguments
 	noAuth   bool                // runs before AUTH
+	noQueue  bool                // runs inside MULTI
+	movable  func(args [][]byte) ([][]byte, string)
 }
 
 // commands is the dispatch table: lowercase name -> command. Adding a
@@ -90,13 +98,20 @@ func init() {
 		{name: "pttl", fn: cmdPTTL, kind: kindRead, arity: 2, keys: oneKey},
 		{name: "persist", fn: cmdPersist, kind: kindWrite, arity: 2, keys: oneKey},
 
+		// cmd_multi.go
+		{name: "multi", fn: cmdMulti, kind: kindAdmin, arity: 1, noQueue: true},
+		{name: "exec", fn: cmdExec, kind: kindAdmin, arity: 1, noQueue: true},
+		{name: "discard", fn: cmdDiscard, kind: kindAdmin, arity: 1, noQueue: true},
+		{name: "watch", fn: cmdWatch, kind: kindRead, arity: -2, keys: allKeys, noQueue: true},
+		{name: "unwatch", fn: cmdUnwatch, kind: kindAdmin, arity: 1},
+
 		// cmd_server.go
 		{name: "ping", fn: cmdPing, kind: kindAdmin, arity: -1},
 		{name: "echo", fn: cmdEcho, kind: kindAdmin, arity: 2},
 		{name: "hello", fn: cmdHello, kind: kindAdmin, arity: -1, noAuth: true},
 		{name: "auth", fn: cmdAuth, kind: kindAdmin, arity: -2, noAuth: true},
 		{name: "select", fn: cmdSelect, kind: kindAdmin, arity: 2},
-		{name: "quit", fn: cmdQuit, kind: kindAdmin, arity: -1, noAuth: true},
+		{name: "quit", fn: cmdQuit, kind: kindAdmin, arity: -1, noAuth: true, noQueue: true},
 		{name: "dbsize", fn: cmdDBSize, kind: kindAdmin, arity: 1},
 		{name: "client", kind: kindAdmin, arity: -2, subs: []spec{
 			{name: "id", fn: cmdClientID, kind: kindAdmin, arity: 2},
@@ -135,7 +150,8 @@ func register(m map[string]*command, parent string, s spec) *command {
 	if _, dup := m[s.name]; dup || s.name == "" || len(s.name) > maxCommandName {
 		panic("proxy: bad or duplicate command name " + s.name)
 	}
-	cmd := &command{name: s.name, fn: s.fn, kind: s.kind, arity: s.arity, keys: s.keys, noAuth: s.noAuth}
+	cmd := &command{name: s.name, fn: s.fn, kind: s.kind, arity: s.arity, keys: s.keys, noAuth: s.noAuth,
+		noQueue: s.noQueue, movable: s.movable}
 	if parent != "" {
 		cmd.name = parent + "|" + s.name
 	}

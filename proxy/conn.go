@@ -55,10 +55,13 @@ type conn struct {
 	quit    bool  // close once the replies are written (QUIT, protocol error)
 	failed  error // close without writing more (output limit, write error)
 
+	holdOutput int // > 0: replies are kept in out, not drained (see atomically)
+
 	readyAt time.Time // when the last wait began, with IdleTimeout set
 	probing bool      // a probeAfter deadline is armed, IdleTimeout unset
 
 	group   group // pipelined GETs or SETs run as one backend call, see group.go
+	tx            // MULTI's queue, WATCH's keys, an EXEC's atomic run: see cmd_multi.go
 	scratch       // reused by the multi-key commands
 	rawConn       // writes that do not wait, see writeNow
 }
@@ -96,6 +99,7 @@ func (c *conn) mustAuth() bool { return !c.authed && c.s.users.Load().RESP() }
 // or the server shuts down. A panic in a handler ends this connection only.
 func (c *conn) serve() {
 	defer c.s.forget(c)
+	defer c.unwatchAll()
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.stats.Panics.Add(1)
@@ -260,29 +264,44 @@ func (c *conn) endBatch() {
 }
 
 // exec runs one request; cmd is its command, nil when there is none.
+// Inside MULTI a request is queued instead, and a request refused here
+// makes the EXEC fail (Redis's flagTransaction).
 func (c *conn) exec(cmd *command, args [][]byte) {
 	if cmd == nil {
-		c.writeError(errUnknownCommand(args))
+		c.refuse(errUnknownCommand(args))
 		return
 	}
 	if cmd.subs != nil && len(args) > 1 {
 		sub := lookup(cmd.subs, args[1])
 		if sub == nil {
-			c.writeError(errUnknownSubcommand(cmd.name, args[1]))
+			c.refuse(errUnknownSubcommand(cmd.name, args[1]))
 			return
 		}
 		cmd = sub
 	}
 	if !cmd.arityOK(len(args)) {
-		c.writeError(cmd.arityErr)
+		c.refuse(cmd.arityErr)
 		return
 	}
 	// After the name and arity checks, as Redis 7 does.
 	if !cmd.noAuth && c.mustAuth() {
-		c.writeError(errNoAuth)
+		c.refuse(errNoAuth)
+		return
+	}
+	if c.multi != nil && !cmd.noQueue {
+		c.queue(cmd, args)
 		return
 	}
 	cmd.fn(c, args)
+}
+
+// refuse answers a request refused before it ran; inside MULTI the
+// transaction then fails at EXEC.
+func (c *conn) refuse(msg string) {
+	if c.multi != nil {
+		c.multi.aborted = true
+	}
+	c.writeError(msg)
 }
 
 // protocolError answers a malformed request as Redis does and has the
@@ -316,9 +335,11 @@ func (c *conn) room(n int) bool {
 	if c.pending()+n <= flushAt {
 		return true
 	}
-	c.drain()
-	if c.failed != nil {
-		return false
+	if c.holdOutput == 0 { // an atomic run may take its replies back
+		c.drain()
+		if c.failed != nil {
+			return false
+		}
 	}
 	if limit := c.s.config().OutputBufferLimit; int64(c.pending()+n) > limit {
 		c.s.stats.OutputLimitDisconnects.Add(1)
@@ -411,8 +432,11 @@ func (c *conn) logClose(err error) {
 // stores it, or answers "no route" and returns nil.
 func (c *conn) key(k []byte) (*route.Route, string) {
 	r, stored := c.t.ForKey(bstr(k))
-	if r == nil {
+	switch {
+	case r == nil:
 		c.writeError(errNoRoute(k))
+	case c.held != nil && r == c.held.of:
+		return c.held.as, stored // inside an atomic run: its view of the route
 	}
 	return r, stored
 }

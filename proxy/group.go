@@ -70,7 +70,7 @@ func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 // MGET's keys span routes.
 func (c *conn) join(cmd *command, args [][]byte) bool {
 	op, keys := groupable(cmd, args)
-	if op == groupNone || c.mustAuth() {
+	if op == groupNone || c.mustAuth() || c.multi != nil {
 		c.endGroup()
 		return false
 	}

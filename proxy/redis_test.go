@@ -168,6 +168,16 @@ func TestCompareWithRedis(t *testing.T) {
 		{"LCS", "l1", "l2", "IDX"}, {"LCS", "l1", "l2", "IDX", "MINMATCHLEN", "4"},
 		{"LCS", "l1", "l2", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN"}, {"LCS", "l1", "l2", "LEN", "IDX"},
 		{"LCS", "l1", "nosuch"}, {"LCS", "l1", "l2", "FOO"}, {"LCS", "l1", "l2", "MINMATCHLEN"}, {"LCS", "l1"},
+		// transactions
+		{"EXEC"}, {"DISCARD"}, {"MULTI", "x"}, {"MULTI"}, {"MULTI"}, {"SET", "t1", "1"}, {"INCR", "t1"},
+		{"GET", "t1"}, {"INCR", "s1"}, {"PING"}, {"EXEC"}, {"GET", "t1"},
+		{"MULTI"}, {"SET", "t1", "2"}, {"NOSUCH"}, {"GET", "t1"}, {"EXEC"}, {"GET", "t1"},
+		{"MULTI"}, {"SET", "t1"}, {"EXEC"}, {"MULTI"}, {"SET", "t1", "3"}, {"DISCARD"}, {"GET", "t1"},
+		{"MULTI"}, {"WATCH", "t1"}, {"EXEC"}, {"MULTI"}, {"EXEC"},
+		{"WATCH", "t1"}, {"SET", "t1", "4"}, {"MULTI"}, {"SET", "t1", "5"}, {"EXEC"}, {"GET", "t1"},
+		{"WATCH", "t1"}, {"MULTI"}, {"SET", "t1", "6"}, {"EXEC"}, {"GET", "t1"},
+		{"WATCH", "t1", "t2"}, {"UNWATCH"}, {"SET", "t1", "7"}, {"MULTI"}, {"GET", "t1"}, {"EXEC"},
+		{"WATCH"}, {"WATCH", "nosuch"}, {"MULTI"}, {"EXEC"},
 		// server and connection
 		{"PING"}, {"PING", "hello"}, {"PING", "a", "b"}, {"ECHO", "x"}, {"ECHO"}, {"ECHO", ""},
 		{"SELECT", "0"}, {"SELECT", "1"}, {"SELECT", "x"}, {"SELECT", "-1"}, {"SELECT"},

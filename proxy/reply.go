@@ -41,6 +41,16 @@ func (c *conn) writeNull() {
 	c.out = redcon.AppendNull(c.out)
 }
 
+// writeNullArray is a missing array (an EXEC that WATCH aborted): "*-1"
+// in RESP2, "_" in RESP3.
+func (c *conn) writeNullArray() {
+	if c.proto == 3 {
+		c.out = append(c.out, '_', '\r', '\n')
+		return
+	}
+	c.out = append(c.out, "*-1\r\n"...)
+}
+
 // writeMap starts a map of n pairs: "%n" in RESP3, an array of 2n in RESP2.
 func (c *conn) writeMap(n int) {
 	if c.proto == 3 {

@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,15 +80,17 @@ type instrumented struct {
 	maxValue     int64
 	m            *Metrics
 	ops          [numOps]opMetrics
-	updates      sync.Map // Update.Op() -> *opMetrics, resolved on first use
+	updates      *sync.Map // Update.Op() -> *opMetrics, resolved on first use
 	hits, misses prometheus.Counter
+	watch        *watchTable // told of every write's keys, for WATCH
 }
 
 func instrument(r *Route, m *Metrics) backends.Backend {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	in := &instrumented{b: r.Backend, route: r.Name, maxValue: r.MaxValueBytes, m: m}
+	in := &instrumented{b: r.Backend, route: r.Name, maxValue: r.MaxValueBytes, m: m,
+		updates: new(sync.Map), watch: r.watch}
 	for op := range numOps {
 		in.ops[op] = in.series(opNames[op])
 	}
@@ -160,6 +163,7 @@ func (in *instrumented) Set(ctx context.Context, key string, val []byte, opts ba
 	if in.tooLarge(val) {
 		return backends.SetResult{}, backends.ErrValueTooLarge
 	}
+	in.watch.touch(key)
 	start := time.Now()
 	res, err := in.b.Set(ctx, key, val, opts)
 	in.done(OpSet, start, err)
@@ -172,6 +176,9 @@ func (in *instrumented) MSet(ctx context.Context, pairs []backends.KV) error {
 			return backends.ErrValueTooLarge
 		}
 	}
+	for _, p := range pairs {
+		in.watch.touch(p.Key)
+	}
 	start := time.Now()
 	err := in.b.MSet(ctx, pairs)
 	in.done(OpMSet, start, err)
@@ -179,6 +186,9 @@ func (in *instrumented) MSet(ctx context.Context, pairs []backends.KV) error {
 }
 
 func (in *instrumented) Del(ctx context.Context, keys []string) (int64, error) {
+	for _, k := range keys {
+		in.watch.touch(k)
+	}
 	start := time.Now()
 	n, err := in.b.Del(ctx, keys)
 	in.done(OpDel, start, err)
@@ -203,6 +213,7 @@ func (in *instrumented) Update(ctx context.Context, key string, u backends.Updat
 	if in.maxValue > 0 {
 		u = limited{u, in.maxValue}
 	}
+	in.watch.touch(key)
 	err := in.b.Update(ctx, key, u)
 	o.(*opMetrics).observe(start, err)
 	return err
@@ -231,6 +242,20 @@ func (in *instrumented) TTL(ctx context.Context, key string) (time.Duration, err
 	return d, err
 }
 
+// Atomically runs fn atomically on the backend, on a tx wrapped as the
+// route wraps: its writes are counted, limited and seen by WATCH.
+func (in *instrumented) Atomically(ctx context.Context, keys []string, fn func(tx backends.Backend) error) error {
+	a, ok := backends.As[backends.Atomic](in.b)
+	if !ok {
+		return fmt.Errorf("route %s: transactions and scripts: %w", in.route, backends.ErrUnsupported)
+	}
+	return a.Atomically(ctx, keys, func(tx backends.Backend) error {
+		w := *in
+		w.b = tx
+		return fn(&w)
+	})
+}
+
 // Unwrap returns the backend as opened: backends.As finds its optional
 // capabilities through the wrapper.
 func (in *instrumented) Unwrap() backends.Backend { return in.b }
@@ -238,4 +263,7 @@ func (in *instrumented) Unwrap() backends.Backend { return in.b }
 // Close is the table's job (Table.Close closes the raw backend).
 func (in *instrumented) Close() error { return nil }
 
-var _ backends.Backend = (*instrumented)(nil)
+var (
+	_ backends.Backend = (*instrumented)(nil)
+	_ backends.Atomic  = (*instrumented)(nil)
+)

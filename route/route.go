@@ -33,7 +33,8 @@ type Route struct {
 	// MaxValueBytes bounds a value written through the route; 0 is no bound.
 	MaxValueBytes int64
 
-	raw backends.Backend // the backend as opened, closed when the table retires
+	raw   backends.Backend // the backend as opened, closed when the table retires
+	watch *watchTable      // WATCH's versions of the route's keys (watch.go)
 }
 
 // Table is one immutable set of routes.
@@ -76,6 +77,7 @@ func NewTable(routes []*Route, m *Metrics) (*Table, error) {
 		t.byName[r.Name] = r
 		t.routes = append(t.routes, r)
 		r.raw = r.Backend
+		r.watch = newWatchTable()
 		r.Backend = instrument(r, m)
 	}
 	sort.SliceStable(t.prefixed, func(i, j int) bool {

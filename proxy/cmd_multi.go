@@ -1,0 +1,251 @@
+package proxy
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/route"
+)
+
+// Transactions: MULTI queues, EXEC runs the queue as one atomic run of the
+// route its keys are on (backends.Atomic: striped key locks in memory, one
+// PostgreSQL transaction, WATCH and MULTI/EXEC on Valkey), WATCH makes
+// EXEC fail when a watched key was written since (see route.Watch).
+
+const (
+	errNestedMulti  = "ERR MULTI calls can not be nested"
+	errExecNoMulti  = "ERR EXEC without MULTI"
+	errDiscNoMulti  = "ERR DISCARD without MULTI"
+	errWatchInMulti = "ERR WATCH inside MULTI is not allowed"
+	errExecAbort    = "EXECABORT Transaction discarded because of previous errors."
+	// Redis Cluster's text for keys that cannot be served together, which
+	// cluster-aware clients understand; here the keys are on two routes.
+	errCrossRoute = "CROSSSLOT Keys in request don't hash to the same slot (pgcache: they are on different routes)"
+)
+
+// tx is a connection's transaction state.
+type tx struct {
+	multi   *multiState // inside MULTI; nil otherwise
+	watches []watched   // WATCHed keys, until EXEC, DISCARD or UNWATCH
+	held    *atomicRun  // while an EXEC or a script runs: the route it holds
+}
+
+type multiState struct {
+	queued  []queued
+	bytes   int  // of the queued arguments, bounded by the query limit
+	aborted bool // a request was refused while queueing: EXECABORT
+}
+
+type queued struct {
+	cmd  *command
+	args [][]byte // copies: the read buffer is reused
+}
+
+type watched struct {
+	r    *route.Route
+	key  string // as the route stores it
+	mark route.Mark
+}
+
+// atomicRun is a route seen through an atomic run: handlers that resolve a
+// key of route of get as instead, whose Backend is the run's tx.
+type atomicRun struct {
+	of, as *route.Route
+}
+
+// MULTI
+func cmdMulti(c *conn, _ [][]byte) {
+	if c.multi != nil {
+		c.writeError(errNestedMulti)
+		return
+	}
+	c.multi = &multiState{}
+	c.writeOK()
+}
+
+// queue keeps a request for EXEC, answering +QUEUED.
+func (c *conn) queue(cmd *command, args [][]byte) {
+	m := c.multi
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	if limit := c.s.config().MaxQueryBytes; limit > 0 && int64(m.bytes+n) > limit {
+		c.refuse("ERR transaction queue over the query buffer limit")
+		return
+	}
+	m.bytes += n
+	owned := make([][]byte, len(args))
+	buf := make([]byte, 0, n)
+	for i, a := range args {
+		buf = append(buf, a...)
+		owned[i] = buf[len(buf)-len(a):]
+	}
+	m.queued = append(m.queued, queued{cmd: cmd, args: owned})
+	c.writeSimple("QUEUED")
+}
+
+// DISCARD
+func cmdDiscard(c *conn, _ [][]byte) {
+	if c.multi == nil {
+		c.writeError(errDiscNoMulti)
+		return
+	}
+	c.multi = nil
+	c.unwatchAll()
+	c.writeOK()
+}
+
+// WATCH key [key ...]
+func cmdWatch(c *conn, args [][]byte) {
+	if c.multi != nil {
+		c.writeError(errWatchInMulti)
+		return
+	}
+	for _, k := range args[1:] {
+		r, stored := c.key(k)
+		if r == nil {
+			return
+		}
+		stored = strings.Clone(stored) // a view of the read buffer
+		c.watches = append(c.watches, watched{r: r, key: stored, mark: r.Watch(stored)})
+	}
+	c.writeOK()
+}
+
+// UNWATCH
+func cmdUnwatch(c *conn, _ [][]byte) {
+	c.unwatchAll()
+	c.writeOK()
+}
+
+func (c *conn) unwatchAll() {
+	for _, w := range c.watches {
+		w.r.Unwatch()
+	}
+	clear(c.watches)
+	c.watches = c.watches[:0]
+}
+
+// watchedChanged reports whether a watched key may have been written since
+// WATCH; a key whose route a reload replaced counts as written.
+func (c *conn) watchedChanged() bool {
+	for _, w := range c.watches {
+		if c.t.ByName(w.r.Name) != w.r || w.r.Changed(w.key, w.mark) {
+			return true
+		}
+	}
+	return false
+}
+
+// EXEC
+func cmdExec(c *conn, _ [][]byte) {
+	m := c.multi
+	if m == nil {
+		c.writeError(errExecNoMulti)
+		return
+	}
+	c.multi = nil
+	defer c.unwatchAll()
+	if m.aborted {
+		c.writeError(errExecAbort)
+		return
+	}
+	r, keys, bad := c.routeOf(m.queued)
+	if bad != "" {
+		c.writeError(bad)
+		return
+	}
+	c.atomically(r, keys, func() bool {
+		if c.watchedChanged() {
+			c.writeNullArray()
+			return false
+		}
+		c.writeArray(len(m.queued))
+		for _, q := range m.queued {
+			c.exec(q.cmd, q.args)
+		}
+		return true
+	})
+}
+
+// routeOf finds the one route the keys of the queued requests are on, and
+// those keys as it stores them; r is nil when no request has a key.
+func (c *conn) routeOf(reqs []queued) (r *route.Route, keys []string, bad string) {
+	for _, q := range reqs {
+		ks, bad := keysOf(q.cmd, q.args)
+		if bad != "" {
+			return nil, nil, bad
+		}
+		for _, k := range ks {
+			rk, stored := c.t.ForKey(bstr(k))
+			switch {
+			case rk == nil:
+				return nil, nil, errNoRoute(k)
+			case r != nil && rk != r:
+				return nil, nil, errCrossRoute
+			}
+			r = rk
+			keys = append(keys, stored)
+		}
+	}
+	return r, keys, ""
+}
+
+// keysOf returns the keys of a request by its command's key spec.
+func keysOf(cmd *command, args [][]byte) ([][]byte, string) {
+	if cmd.movable != nil {
+		return cmd.movable(args)
+	}
+	ks := cmd.keys
+	if ks.first == 0 {
+		return nil, ""
+	}
+	last := ks.last
+	if last < 0 {
+		last += len(args)
+	}
+	var keys [][]byte
+	for i := ks.first; i <= last && i < len(args); i += ks.step {
+		keys = append(keys, args[i])
+	}
+	return keys, ""
+}
+
+// atomically runs body as one atomic run of route r over keys, with the
+// handlers' backend calls on r going to the run's tx; with no route it
+// just runs body. body writes its replies, and returns whether it ran its
+// requests. A store that runs the body again (after a conflicting write)
+// has the replies of the run before dropped.
+func (c *conn) atomically(r *route.Route, keys []string, body func() bool) {
+	if r == nil {
+		body()
+		return
+	}
+	a, ok := r.Backend.(backends.Atomic)
+	if !ok {
+		c.writeError("ERR route " + r.Name + " does not run transactions or scripts")
+		return
+	}
+	mark := len(c.out)
+	c.holdOutput++
+	defer func() { c.holdOutput-- }()
+	err := a.Atomically(c.s.ctx, keys, func(txb backends.Backend) error {
+		c.out = c.out[:mark]
+		as := *r
+		as.Backend = txb
+		c.held = &atomicRun{of: r, as: &as}
+		defer func() { c.held = nil }()
+		body()
+		return nil
+	})
+	if err != nil {
+		c.out = c.out[:mark]
+		if errors.Is(err, backends.ErrUnsupported) {
+			c.writeError("ERR route " + r.Name + " does not run transactions or scripts")
+			return
+		}
+		c.backendErr(r, err)
+	}
+}

@@ -1,0 +1,149 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestWatchAbortedByAnotherClient: a write by another connection between
+// WATCH and EXEC makes EXEC answer a null array, and nothing queued runs.
+func TestWatchAbortedByAnotherClient(t *testing.T) {
+	ts := startServer(t, Config{})
+	a, b := dial(t, ts.addr), dial(t, ts.addr)
+	for _, step := range []struct {
+		c    *rawClient
+		cmd  []string
+		want string
+	}{
+		{a, []string{"SET", "w", "1"}, "+OK\r\n"},
+		{a, []string{"WATCH", "w"}, "+OK\r\n"},
+		{b, []string{"SET", "w", "2"}, "+OK\r\n"},
+		{a, []string{"MULTI"}, "+OK\r\n"},
+		{a, []string{"SET", "w", "3"}, "+QUEUED\r\n"},
+		{a, []string{"EXEC"}, "*-1\r\n"},
+		{a, []string{"GET", "w"}, "$1\r\n2\r\n"},
+		// No longer watched after EXEC: the same again runs.
+		{b, []string{"SET", "w", "4"}, "+OK\r\n"},
+		{a, []string{"MULTI"}, "+OK\r\n"},
+		{a, []string{"SET", "w", "5"}, "+QUEUED\r\n"},
+		{a, []string{"EXEC"}, "*1\r\n+OK\r\n"},
+	} {
+		if got := step.c.do(step.cmd...); got != step.want {
+			t.Fatalf("%q: got %q, want %q", step.cmd, got, step.want)
+		}
+	}
+}
+
+// TestExecIsolation moves units between two keys in MULTI/EXEC from
+// several clients while others MGET both: no reader sees the sum change,
+// and no unit is lost.
+func TestExecIsolation(t *testing.T) {
+	ts := startServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rdb := redis.NewClient(&redis.Options{Addr: ts.addr, PoolSize: 8})
+	defer rdb.Close()
+	if err := rdb.MSet(ctx, "iso:a", "1000", "iso:b", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var bad, reads atomic.Int64
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for !stop.Load() && ctx.Err() == nil {
+				vals, err := rdb.MGet(ctx, "iso:a", "iso:b").Result()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				x, _ := strconv.Atoi(vals[0].(string))
+				y, _ := strconv.Atoi(vals[1].(string))
+				if x+y != 1000 {
+					bad.Add(1)
+				}
+				reads.Add(1)
+			}
+		})
+	}
+	var movers sync.WaitGroup
+	for w := range 4 {
+		movers.Go(func() {
+			for i := range 200 {
+				from, to := "iso:a", "iso:b"
+				if (w+i)%2 == 1 {
+					from, to = to, from
+				}
+				_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.DecrBy(ctx, from, 1)
+					p.IncrBy(ctx, to, 1)
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	movers.Wait()
+	stop.Store(true)
+	wg.Wait()
+	if bad.Load() != 0 {
+		t.Fatalf("%d of %d MGETs saw half a transaction", bad.Load(), reads.Load())
+	}
+	vals, err := rdb.MGet(ctx, "iso:a", "iso:b").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := strconv.Atoi(vals[0].(string))
+	y, _ := strconv.Atoi(vals[1].(string))
+	if x+y != 1000 || x != 1000 {
+		t.Fatalf("after 800 moves, half each way: a=%d b=%d, want 1000 and 0", x, y)
+	}
+}
+
+// TestGoRedisTransactions: go-redis's TxPipelined and Watch, which issue 17
+// found failing and then dropping the connection.
+func TestGoRedisTransactions(t *testing.T) {
+	ts := startServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, proto := range []int{2, 3} {
+		rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: proto})
+		defer rdb.Close()
+		cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "gtx", "1", 0)
+			p.Incr(ctx, "gtx")
+			p.Get(ctx, "gtx")
+			return nil
+		})
+		if err != nil || len(cmds) != 3 || cmds[2].(*redis.StringCmd).Val() != "2" {
+			t.Fatalf("RESP%d TxPipelined: %v, %v", proto, cmds, err)
+		}
+		// Watch: a transaction whose key another client wrote fails with TxFailedErr.
+		err = rdb.Watch(ctx, func(tx *redis.Tx) error {
+			if err := rdb.Set(ctx, "gtx", "other", 0).Err(); err != nil {
+				return err
+			}
+			_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, "gtx", "mine", 0)
+				return nil
+			})
+			return err
+		}, "gtx")
+		if !errors.Is(err, redis.TxFailedErr) {
+			t.Fatalf("RESP%d: WATCH of a key written meanwhile: %v, want TxFailedErr", proto, err)
+		}
+		if v := rdb.Get(ctx, "gtx").Val(); v != "other" {
+			t.Fatalf("RESP%d: after the aborted transaction gtx = %q", proto, v)
+		}
+	}
+}
