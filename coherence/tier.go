@@ -12,6 +12,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/coherence/fence"
 	"github.com/pgcache/pgcache/internal/sampled"
 	"github.com/pgcache/pgcache/internal/sweep"
 )
@@ -72,7 +73,7 @@ type Tier struct {
 // whichever comes first.
 type entry struct {
 	val []byte
-	tok Token
+	tok fence.Token
 	h   uint64
 	exp int64
 }
@@ -153,7 +154,7 @@ func (t *Tier) Get(ctx context.Context, key string) ([]byte, bool, error) {
 // flight is one backend read that concurrent misses of a key share.
 type flight struct {
 	done chan struct{}
-	tok  Token
+	tok  fence.Token
 	val  []byte
 	ok   bool
 	err  error
@@ -209,7 +210,7 @@ func (t *Tier) load(ctx context.Context, key string, h uint64) ([]byte, bool, er
 
 // fill stores a value read under tok unless a fence has come since. A fence
 // that comes after this check is caught by the check on every hit.
-func (t *Tier) fill(key string, val []byte, tok Token, h uint64, ttl time.Duration) {
+func (t *Tier) fill(key string, val []byte, tok fence.Token, h uint64, ttl time.Duration) {
 	if !t.f.Valid(tok, t.table, h) {
 		t.Stats.FillsFenced.Add(1)
 		return
