@@ -13,7 +13,7 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/coherence/fence"
-	"github.com/pgcache/pgcache/internal/sampled"
+	"github.com/pgcache/pgcache/internal/otterread"
 	"github.com/pgcache/pgcache/internal/sweep"
 )
 
@@ -133,7 +133,7 @@ func (t *Tier) Get(ctx context.Context, key string) ([]byte, bool, error) {
 		t.Stats.Bypassed.Add(1)
 		return t.b.Get(ctx, key)
 	}
-	if e, ok := sampled.Get(t.cache, key); ok {
+	if e, ok := otterread.Get(t.cache, key); ok {
 		if e.usable(t, time.Now().UnixNano()) {
 			t.Stats.Hits.Add(1)
 			return e.val, true, nil
@@ -246,7 +246,7 @@ func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte,
 	var missing []string
 	var missingAt []int
 	for i, k := range keys {
-		if e, ok := sampled.Get(t.cache, k); ok && e.usable(t, now) {
+		if e, ok := otterread.Get(t.cache, k); ok && e.usable(t, now) {
 			t.Stats.Hits.Add(1)
 			dst = append(dst, e.val)
 			continue
