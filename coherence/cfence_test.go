@@ -19,6 +19,18 @@ import (
 // "table keys" lines.
 func logged(t *testing.T, conn *pgxpool.Conn, stmts ...string) []string {
 	t.Helper()
+	return loggedBy(t, conn, func(tx pgx.Tx) {
+		for _, s := range stmts {
+			if _, err := tx.Exec(context.Background(), s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+	})
+}
+
+// loggedBy is logged for the writes write makes in the transaction.
+func loggedBy(t *testing.T, conn *pgxpool.Conn, write func(tx pgx.Tx)) []string {
+	t.Helper()
 	ctx := context.Background()
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -31,11 +43,7 @@ func logged(t *testing.T, conn *pgxpool.Conn, stmts ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range stmts {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	write(tx)
 	rows, err := pgx.CollectRows(mustQuery(t, tx, `SELECT tbl || ' ' || coalesce(keys::text, 'NULL') FROM `+Schema+`.fence_log
 		WHERE ctid::text <> ALL($1) ORDER BY ctid`, before), pgx.RowTo[string])
 	if err != nil {
@@ -57,7 +65,8 @@ func mustQuery(t *testing.T, tx pgx.Tx, sql string, args ...any) pgx.Rows {
 // PL/pgSQL functions log, rendered alike, for keys of every common type,
 // single and composite, and for key changes; the relay and the listeners
 // read one format, whichever trigger a table runs. (The C trigger logs an
-// unchanged key of an UPDATE once; the PL/pgSQL one twice.)
+// unchanged key of an UPDATE once; the PL/pgSQL one twice.) That both agree
+// with the fence key a route computes is TestTriggersLogFenceKeys.
 func TestTriggerFunctionsLogAlike(t *testing.T) {
 	p := pg.Pool(t)
 	ctx := context.Background()

@@ -22,6 +22,7 @@ type Coordinator struct {
 	Relay    *Relay
 
 	pool   *pgxpool.Pool
+	log    *zap.Logger
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -40,7 +41,7 @@ type CoordinatorOptions struct {
 // NewCoordinator returns a coordinator for the database pool connects to.
 // Start runs it.
 func NewCoordinator(pool *pgxpool.Pool, opts CoordinatorOptions, log *zap.Logger) *Coordinator {
-	c := &Coordinator{Fences: NewFences(opts.Buckets), pool: pool}
+	c := &Coordinator{Fences: NewFences(opts.Buckets), pool: pool, log: log}
 	lo := opts.ListenerOptions
 	lo.Conn = pool.Config().ConnConfig.Copy()
 	lo.Canary = c.sendCanary

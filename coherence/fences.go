@@ -1,18 +1,26 @@
 // Package coherence keeps in-process (L1) caches correct when many pgcache
-// instances and plain SQL write to the same PostgreSQL tables.
+// instances and plain SQL write to the same PostgreSQL tables. It is the
+// whole protocol but for its leaf, package fence (tokens, the key buckets,
+// the fence key), which a backend's own cache shares: the triggers and the
+// fence log (attach.go, with the C trigger in pgext/), the relay that
+// publishes the log over NOTIFY (relay.go), the payload it publishes
+// (payload.go), the listener that records it (listener.go), the attach
+// policy of a route (policy.go) and the tier that checks it (tier.go).
 //
-// Row triggers publish invalidation fences over LISTEN/NOTIFY; every
-// instance records each fence it receives in a Fences; and an L1 entry is
-// stored, and later served, only if no fence for its key, its table or the
-// whole cache was recorded after the read that produced it began.
+// Row triggers log invalidation fences that the relay publishes over
+// LISTEN/NOTIFY; every instance records each fence it receives in a
+// Fences; and an L1 entry is stored, and later served, only if no fence for
+// its key, its table or the whole cache was recorded after the read that
+// produced it began.
 //
 // # The invariant
 //
-// Fences keeps one global sequence. Recording a fence takes the next value
-// and raises, to at least that value, the sequence of the fence's scope: one
-// of a fixed array of key buckets (chosen by hashing table and key), the
-// table, or everything. A read token is the global sequence read before the
-// backend is read. An entry filled under token T is valid while
+// Fences keeps one global sequence (a fence.Keys). Recording a fence takes
+// the next value and raises, to at least that value, the sequence of the
+// fence's scope: one of a fixed array of key buckets (chosen by hashing
+// table and key), the table, or everything. A read token is the global
+// sequence read before the backend is read. An entry filled under token T
+// is valid while
 //
 //	max(bucket(key), table, all) <= T
 //
@@ -28,17 +36,15 @@
 // eviction can leave v1 served. A fence recorded before the token (seq <= T)
 // was for a write that committed before the token was taken, so the SELECT
 // that followed saw it.
-//
-// Buckets are a fixed array, so memory is bounded whatever the key space; two
-// keys sharing a bucket only cost an extra miss.
 package coherence
 
 import (
-	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgcache/pgcache/coherence/fence"
 )
 
 // DefaultBuckets is the number of key buckets: 256Ki sequences, 2 MiB. A
@@ -48,16 +54,10 @@ import (
 // quarter of one (0.977 / 0.980, same runs).
 const DefaultBuckets = 1 << 18
 
-// Token is a read token: the fence sequence when a read began.
-type Token uint64
-
 // Fences records fences and answers whether a read token is still valid.
 type Fences struct {
-	seq     atomic.Uint64
-	all     atomic.Uint64
-	buckets []atomic.Uint64
-	mask    uint64
-	seed    maphash.Seed
+	keys fence.Keys // the sequence and the key buckets
+	all  atomic.Uint64
 
 	mu     sync.Mutex
 	tables map[string]*Table
@@ -86,39 +86,25 @@ func NewFences(n int) *Fences {
 	if n <= 0 {
 		n = DefaultBuckets
 	}
-	size := 1
-	for size < n {
-		size <<= 1
-	}
-	return &Fences{
-		buckets: make([]atomic.Uint64, size),
-		mask:    uint64(size - 1),
-		seed:    maphash.MakeSeed(),
-		tables:  map[string]*Table{},
-	}
+	f := &Fences{tables: map[string]*Table{}}
+	f.keys.Init(n)
+	return f
 }
 
 // Token returns a read token. Take it before reading the backend.
-func (f *Fences) Token() Token { return Token(f.seq.Load()) }
+func (f *Fences) Token() fence.Token { return f.keys.Token() }
 
 // Hash is a key's bucket hash within a table; compute it once per request.
-func (f *Fences) Hash(table, key string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(f.seed)
-	h.WriteString(table)
-	h.WriteByte(0)
-	h.WriteString(key)
-	return h.Sum64()
-}
+func (f *Fences) Hash(table, key string) uint64 { return f.keys.Hash(table, key) }
 
 // Valid reports whether data read under tok for the key with hash h in
 // table is still current as far as this instance knows: online, and no
 // fence for the key's bucket, the table or everything since tok. Four
 // atomic loads: it runs on every L1 hit.
-func (f *Fences) Valid(tok Token, table *Table, h uint64) bool {
+func (f *Fences) Valid(tok fence.Token, table *Table, h uint64) bool {
 	t := uint64(tok)
 	return f.online.Load() &&
-		f.buckets[h&f.mask].Load() <= t &&
+		f.keys.Valid(tok, h) &&
 		f.all.Load() <= t &&
 		table.seq.Load() <= t
 }
@@ -143,24 +129,23 @@ func (f *Fences) FenceKey(table, key string) uint64 {
 
 // FenceHash records a fence for the key whose Hash is h.
 func (f *Fences) FenceHash(h uint64) uint64 {
-	s := f.seq.Add(1)
-	raise(&f.buckets[h&f.mask], s)
+	s := f.keys.Fence(h)
 	f.Stats.KeyFences.Add(1)
 	return s
 }
 
 // FenceTable records a fence for every key of table.
 func (f *Fences) FenceTable(table string) uint64 {
-	s := f.seq.Add(1)
-	raise(&f.Table(table).seq, s)
+	s := f.keys.Next()
+	fence.Raise(&f.Table(table).seq, s)
 	f.Stats.TableFences.Add(1)
 	return s
 }
 
 // FenceAll records a fence for every key.
 func (f *Fences) FenceAll() uint64 {
-	s := f.seq.Add(1)
-	raise(&f.all, s)
+	s := f.keys.Next()
+	fence.Raise(&f.all, s)
 	f.Stats.AllFences.Add(1)
 	return s
 }
@@ -192,17 +177,6 @@ func (f *Fences) Table(name string) *Table {
 		f.tables[name] = t
 	}
 	return t
-}
-
-// raise sets a to at least v. Fences may be recorded concurrently, and a
-// later (larger) sequence must never be overwritten by an earlier one.
-func raise(a *atomic.Uint64, v uint64) {
-	for {
-		cur := a.Load()
-		if cur >= v || a.CompareAndSwap(cur, v) {
-			return
-		}
-	}
 }
 
 func floatBits(f float64) uint64 { return math.Float64bits(f) }

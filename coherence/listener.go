@@ -1,11 +1,9 @@
 package coherence
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/coherence/fence"
 )
 
 // Listener timing. A canary NOTIFY goes out every PingInterval while the
@@ -68,6 +68,7 @@ type ListenerStats struct {
 	Reconnects    atomic.Int64  // LISTEN connections made after the first
 	Notifications atomic.Int64  // notifications received
 	BadPayloads   atomic.Int64  // notifications on the channel that were not fences
+	NewerPayloads atomic.Int64  // fences of a payload version newer than this build's, taken as whole-cache fences
 	FenceLagNanos atomic.Int64  // the last canary's NOTIFY-to-receipt time
 	QueueUsage    atomic.Uint64 // pg_notification_queue_usage() as float64 bits
 }
@@ -236,20 +237,23 @@ func (l *Listener) tick(ctx context.Context) error {
 	return nil
 }
 
-// fence is a notification's payload: a table and keys, a table alone, or a
-// canary.
-type fence struct {
-	Table  string            `json:"t"`
-	Keys   []json.RawMessage `json:"k"`
-	Canary string            `json:"c"`
-}
-
-func (l *Listener) handle(payload string) {
-	var fe fence
-	if err := json.Unmarshal([]byte(payload), &fe); err != nil {
+// handle records the fences of a notification (see PayloadVersion).
+func (l *Listener) handle(msg string) {
+	fe, known, err := readPayload(msg)
+	if err != nil {
 		// Something else uses the channel: to be safe, fence everything.
 		l.Stats.BadPayloads.Add(1)
 		l.f.FenceAll()
+		return
+	}
+	if !known {
+		// A newer build's relay: what it fences cannot be read here, so
+		// fence everything; its canary still proves the path.
+		l.Stats.NewerPayloads.Add(1)
+		l.f.FenceAll()
+		if fe.Canary != "" {
+			l.canaryBack(fe.Canary)
+		}
 		return
 	}
 	switch {
@@ -263,7 +267,7 @@ func (l *Listener) handle(payload string) {
 		l.f.FenceTable(fe.Table)
 	default:
 		for _, k := range fe.Keys {
-			key, err := FenceKeyOf(k)
+			key, err := fence.KeyOf(k)
 			if err != nil {
 				l.f.FenceTable(fe.Table)
 				return
@@ -300,30 +304,4 @@ func (l *Listener) canaryBack(token string) {
 		l.setState(StateOnline, "")
 		l.log.Info("fence listener online: L1 in use")
 	}
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-// FenceKeyOf renders one key of a fence payload as backends.Fenced.FenceKey
-// does: a JSON string as its text, anything else (a number, an array of a
-// composite key) as compact JSON.
-func FenceKeyOf(raw json.RawMessage) (string, error) {
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
-	}
-	// Numbers stay as written: a bigint key must not round through float64.
-	// A bare number, the common key, is its own compact form.
-	if n := len(raw); n > 0 && (raw[0] == '-' || isDigit(raw[0])) && isDigit(raw[n-1]) && json.Valid(raw) {
-		return string(raw), nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(v)
-	return string(b), err
 }

@@ -28,6 +28,7 @@ var (
 	descListenerStat = desc("listener_state", "The listener's state (1 for the current one).", "backend", "state")
 	descReconnects   = desc("listener_reconnects_total", "LISTEN connections made after the first.", "backend")
 	descNotes        = desc("listener_notifications_total", "Notifications received on the fence channel.", "backend")
+	descNewer        = desc("listener_newer_payloads_total", "Fences of a payload version newer than this build reads, each taken as a whole-cache fence (an upgrade in progress).", "backend")
 	descLag          = desc("fence_lag_seconds", "The last canary's time from the fence log to this listener.", "backend")
 	descQueue        = desc("notify_queue_usage_ratio", "pg_notification_queue_usage(): the NOTIFY queue's fill.", "backend")
 	descRelayActive  = desc("relay_active", "1 while this instance relays the fence log.", "backend")
@@ -43,7 +44,7 @@ var (
 
 // Describe sends every metric's description.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFences, descListenerUp, descListenerStat, descReconnects, descNotes, descLag,
+	for _, d := range []*prometheus.Desc{descFences, descListenerUp, descListenerStat, descReconnects, descNotes, descNewer, descLag,
 		descQueue, descRelayActive, descRelayRows, descRelayDrains, descRelayVacuums, descTier, descFills, descCoalesced, descEntries, descHitRatio} {
 		ch <- d
 	}
@@ -69,6 +70,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ls := &c.Listener.Stats
 	counter(descReconnects, ls.Reconnects.Load(), b)
 	counter(descNotes, ls.Notifications.Load(), b)
+	counter(descNewer, ls.NewerPayloads.Load(), b)
 	gauge(descLag, time.Duration(ls.FenceLagNanos.Load()).Seconds(), b)
 	gauge(descQueue, QueueUsageValue(ls.QueueUsage.Load()), b)
 	gauge(descRelayActive, boolf(c.Relay.Stats.Active.Load()), b)

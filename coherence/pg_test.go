@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"github.com/pgcache/pgcache/coherence/fence"
 	"github.com/pgcache/pgcache/internal/testenv"
 )
 
@@ -57,7 +58,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 
 // fenced waits until a fence for key (or its table, or everything) is
 // recorded after tok.
-func fenced(t *testing.T, f *Fences, tok Token, table, key string) {
+func fenced(t *testing.T, f *Fences, tok fence.Token, table, key string) {
 	t.Helper()
 	h, tb := f.Hash(table, key), f.Table(table)
 	waitFor(t, fmt.Sprintf("fence for %s %s", table, key), func() bool { return !f.Valid(tok, tb, h) })

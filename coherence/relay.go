@@ -286,14 +286,13 @@ func (b *batch) add(tbl string, keys []byte) {
 	}
 }
 
-// payloads renders the batch as notifications of at most maxPayload bytes:
-// {"t":table,"k":[keys…]}, {"t":table} for a whole table, {"c":token} for a
-// canary, last. A key too long for any notification fences its whole table.
+// payloads renders the batch as notifications of at most maxPayload bytes
+// (see PayloadVersion): {"v":1,"t":table,"k":[keys…]}, {"v":1,"t":table}
+// for a whole table, {"v":1,"c":token} for a canary, last. A key too long for any notification fences its whole table.
 func (b *batch) payloads() (out []string) {
 	defer func() { // canaries last, after every fence of the batch
 		for _, tok := range b.canaries {
-			c, _ := json.Marshal(map[string]string{"c": tok})
-			out = append(out, string(c))
+			out = append(out, canaryPayload(tok))
 		}
 	}()
 	tables := make([]string, 0, len(b.tables))
@@ -303,8 +302,7 @@ func (b *batch) payloads() (out []string) {
 	sort.Strings(tables)
 	for _, tbl := range tables {
 		tk := b.tables[tbl]
-		name, _ := json.Marshal(tbl)
-		head := `{"t":` + string(name)
+		head := payloadHead(tbl)
 		if tk.whole {
 			out = append(out, head+"}")
 			continue

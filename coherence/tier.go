@@ -12,7 +12,8 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/internal/sampled"
+	"github.com/pgcache/pgcache/coherence/fence"
+	"github.com/pgcache/pgcache/internal/otterread"
 	"github.com/pgcache/pgcache/internal/sweep"
 )
 
@@ -77,7 +78,7 @@ type Tier struct {
 // whichever comes first.
 type entry struct {
 	val []byte
-	tok Token
+	tok fence.Token
 	h   uint64
 	exp int64
 }
@@ -138,7 +139,7 @@ func (t *Tier) Get(ctx context.Context, key string) ([]byte, bool, error) {
 		t.Stats.Bypassed.Add(1)
 		return t.Backend.Get(ctx, key)
 	}
-	if e, ok := sampled.Get(t.cache, key); ok {
+	if e, ok := otterread.Get(t.cache, key); ok {
 		if e.usable(t, time.Now().UnixNano()) {
 			t.Stats.Hits.Add(1)
 			return e.val, true, nil
@@ -159,7 +160,7 @@ func (t *Tier) Get(ctx context.Context, key string) ([]byte, bool, error) {
 // flight is one backend read that concurrent misses of a key share.
 type flight struct {
 	done chan struct{}
-	tok  Token
+	tok  fence.Token
 	val  []byte
 	ok   bool
 	err  error
@@ -215,7 +216,7 @@ func (t *Tier) load(ctx context.Context, key string, h uint64) ([]byte, bool, er
 
 // fill stores a value read under tok unless a fence has come since. A fence
 // that comes after this check is caught by the check on every hit.
-func (t *Tier) fill(key string, val []byte, tok Token, h uint64, ttl time.Duration) {
+func (t *Tier) fill(key string, val []byte, tok fence.Token, h uint64, ttl time.Duration) {
 	if !t.f.Valid(tok, t.table, h) || t.inRun(h) {
 		t.Stats.FillsFenced.Add(1)
 		return
@@ -254,7 +255,7 @@ func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte,
 	var stack [64]uint64
 	hitHashes := stack[:0]
 	for i, k := range keys {
-		if e, ok := sampled.Get(t.cache, k); ok && e.usable(t, now) {
+		if e, ok := otterread.Get(t.cache, k); ok && e.usable(t, now) {
 			t.Stats.Hits.Add(1)
 			dst = append(dst, e.val)
 			hitHashes = append(hitHashes, e.h)
@@ -393,7 +394,7 @@ func (t *Tier) WatchToken() uint64 { return uint64(t.f.Token()) }
 
 func (t *Tier) ChangedSince(key string, tok uint64) bool {
 	h, err := t.hash(key)
-	return err != nil || !t.f.Online() || !t.f.Valid(Token(tok), t.table, h)
+	return err != nil || !t.f.Online() || !t.f.Valid(fence.Token(tok), t.table, h)
 }
 
 // Update writes through and fences the key.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
@@ -13,17 +12,6 @@ import (
 	"github.com/pgcache/pgcache/conf"
 	"github.com/pgcache/pgcache/httpapi"
 )
-
-// pooled is a driver whose tables can be fenced: the postgres driver.
-type pooled interface {
-	Pool() *pgxpool.Pool
-}
-
-// preparer is a backend that can create or check its table now, rather
-// than on first use: fence triggers need the table to exist.
-type preparer interface {
-	Prepare(ctx context.Context) error
-}
 
 // coordinators hold one coherence coordinator per postgres driver that has
 // a route with l1. A reload carries the coordinator of a driver it keeps,
@@ -51,47 +39,29 @@ func (cs *coordinators) carry(prev *coordinators, kept func(backend string) bool
 	}
 }
 
-// tier wraps a route's backend with its coherent L1.
+// tier wraps a route's backend with its coherent L1. What the tier does
+// about its table's fence triggers (coherence.AttachMode) follows from the
+// route: pgcache owns a kv table; a source table is attached when the route
+// says attach: auto, else only checked.
 func (cs *coordinators) tier(ctx context.Context, d backends.Driver, rc conf.Route, b backends.Backend) (backends.Backend, error) {
-	p, ok := d.(pooled)
-	if !ok {
-		return nil, fmt.Errorf("l1: backend %s is not postgres: only PostgreSQL tables publish fences", rc.Backend)
-	}
 	c := cs.byDrv[rc.Backend]
 	if c == nil {
-		c = coherence.NewCoordinator(p.Pool(), coherence.CoordinatorOptions{}, cs.log.Named("coherence").With(zap.String("backend", rc.Backend)))
+		pool, err := coherence.PoolOf(d)
+		if err != nil {
+			return nil, fmt.Errorf("l1: backend %s is %w", rc.Backend, err)
+		}
+		c = coherence.NewCoordinator(pool, coherence.CoordinatorOptions{}, cs.log.Named("coherence").With(zap.String("backend", rc.Backend)))
 		cs.byDrv[rc.Backend] = c
 		cs.fresh[c] = true
 	}
-	fenced, ok := b.(backends.Fenced)
-	if !ok {
-		return nil, fmt.Errorf("l1: route %s does not publish fences", rc.Name)
-	}
-	table := fenced.FenceTable()
-	var prepare func(ctx context.Context) error
+	mode := coherence.AttachCheck
 	switch {
 	case rc.Table != "":
-		// pgcache owns kv tables: it creates them and their triggers.
-		prepare = func(ctx context.Context) error {
-			if p, ok := b.(preparer); ok {
-				if err := p.Prepare(ctx); err != nil {
-					return fmt.Errorf("route %s: %w", rc.Name, err)
-				}
-			}
-			return cs.attach(ctx, c, table)
-		}
+		mode = coherence.AttachOwned
 	case rc.Attach == "auto":
-		prepare = func(ctx context.Context) error { return cs.attach(ctx, c, table) }
-	default:
-		prepare = func(ctx context.Context) error {
-			ok, err := coherence.Attached(ctx, c.Pool(), table)
-			if err == nil && !ok {
-				err = fmt.Errorf("route %s: %s has no fence triggers: run `pgcache attach %s`, or set attach: auto", rc.Name, table, table)
-			}
-			return err
-		}
+		mode = coherence.AttachAuto
 	}
-	t, err := c.AddTier(ctx, rc.Name, b, coherence.L1{MaxBytes: int64(rc.L1.MaxBytes), TTL: time.Duration(rc.L1.TTL)}, prepare)
+	t, err := c.AddRoute(ctx, rc.Name, b, coherence.L1{MaxBytes: int64(rc.L1.MaxBytes), TTL: time.Duration(rc.L1.TTL)}, mode)
 	if err != nil {
 		return nil, fmt.Errorf("l1: %w", err)
 	}
@@ -101,16 +71,6 @@ func (cs *coordinators) tier(ctx context.Context, d backends.Driver, rc conf.Rou
 // prune drops the coordinators of drivers no route with l1 uses any more.
 // A carried one keeps running until the reload retires the generation it
 // came from (see Server.retire).
-// attach installs the fence triggers on table and says which function
-// they run: the C trigger costs writers about a third of the PL/pgSQL one.
-func (cs *coordinators) attach(ctx context.Context, c *coherence.Coordinator, table string) error {
-	fn, err := coherence.AttachUsing(ctx, c.Pool(), table, coherence.TriggerAuto)
-	if err == nil {
-		cs.log.Info("fence triggers attached", zap.String("table", table), zap.String("trigger", string(fn)))
-	}
-	return err
-}
-
 func (cs *coordinators) prune(cfg *conf.Config) {
 	used := map[string]bool{}
 	for _, rc := range cfg.Routes {

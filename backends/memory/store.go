@@ -9,7 +9,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/internal/sampled"
+	"github.com/pgcache/pgcache/internal/otterread"
 	"github.com/pgcache/pgcache/internal/sweep"
 )
 
@@ -56,8 +56,8 @@ func (s *Store) wrote(exp int64) {
 	}
 }
 
-// get looks k up; otter's policy hears of one read in sampled.Rate.
-func (s *Store) get(k string) (*item, bool) { return sampled.Get(s.c, k) }
+// get looks k up; otter's policy hears of one read in otterread.Rate.
+func (s *Store) get(k string) (*item, bool) { return otterread.Get(s.c, k) }
 
 // Get returns the value of a live key.
 func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {

@@ -42,11 +42,11 @@ func (b *base) core() *base { return b }
 
 // do runs one operation: it sets the table up if that has not succeeded
 // yet, bounds the operation by the command timeout (a context shared with
-// the operations begun about the same time, see package bound), runs f
+// the operations begun about the same time, see package deadline), runs f
 // (again, up to maxAttempts, when that is safe), and turns its error into
 // the backend's.
 func (b *base) do(ctx context.Context, op string, f func(ctx context.Context) error) error {
-	opCtx := b.d.bound.Of(ctx)
+	opCtx := b.d.deadlines.Of(ctx)
 	if err := b.setup.ensure(opCtx); err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/coherence"
+	"github.com/pgcache/pgcache/coherence/fence"
 )
 
 // FuzzCRUDKey fuzzes what follows the prefix of a CRUD:<db>.<schema>.<table>:
@@ -58,9 +58,9 @@ func FuzzCRUDKey(f *testing.F) {
 			if !ok {
 				continue // PostgreSQL refuses the key: no row, nothing to fence
 			}
-			want, err := coherence.FenceKeyOf(published)
+			want, err := fence.KeyOf(published)
 			if err != nil {
-				t.Fatalf("FenceKeyOf(%s): %v", published, err)
+				t.Fatalf("fence.KeyOf(%s): %v", published, err)
 			}
 			if got != want {
 				t.Fatalf("key %q (%v): L1 checks fence key %q, the triggers publish %s, read as %q", key, columnTypes(pk), got, published, want)

@@ -22,7 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/internal/bound"
+	"github.com/pgcache/pgcache/internal/deadline"
 	"github.com/pgcache/pgcache/internal/decode"
 )
 
@@ -40,13 +40,13 @@ const (
 
 // Driver is one configured PostgreSQL database.
 type Driver struct {
-	name     string
-	log      *zap.Logger
-	opts     Options
-	database string
-	pool     *pgxpool.Pool   // standard and unlogged kv tables, table routes, the sweeper
-	asyncCfg *pgxpool.Config // for the async pool, made on first use
-	bound    *bound.Shared   // operations' command_timeout contexts
+	name      string
+	log       *zap.Logger
+	opts      Options
+	database  string
+	pool      *pgxpool.Pool    // standard and unlogged kv tables, table routes, the sweeper
+	asyncCfg  *pgxpool.Config  // for the async pool, made on first use
+	deadlines *deadline.Shared // operations' command_timeout contexts
 
 	mu     sync.Mutex
 	async  *pgxpool.Pool
@@ -95,14 +95,14 @@ func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
 		return nil, fmt.Errorf("backend %s: %w", name, err)
 	}
 	d := &Driver{
-		name:     name,
-		log:      log.Named("postgres").With(zap.String("backend", name)),
-		opts:     o,
-		database: databaseOf(cfg),
-		pool:     pool,
-		asyncCfg: asyncCfg,
-		bound:    bound.New(time.Duration(o.CommandTimeout)),
-		stores:   map[opened]struct{}{},
+		name:      name,
+		log:       log.Named("postgres").With(zap.String("backend", name)),
+		opts:      o,
+		database:  databaseOf(cfg),
+		pool:      pool,
+		asyncCfg:  asyncCfg,
+		deadlines: deadline.New(time.Duration(o.CommandTimeout)),
+		stores:    map[opened]struct{}{},
 	}
 	return d, nil
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/coherence/fence"
 )
 
 // What a coherent L1 tier (package coherence) needs of a PostgreSQL route:
@@ -142,9 +142,9 @@ func (s *KV) getTTLMany(ctx context.Context, keys []string) ([]backends.Expiring
 // FenceTable names the table as its triggers do: schema.table.
 func (s *Table) FenceTable() string { return s.schema + "." + s.name }
 
-// FenceKey renders a row key as the triggers publish it: one key column as
-// its JSON value's text (42, abc), several as a compact JSON array
-// ([1,"abc"]), as coherence.FenceKeyOf reads a notification. Integer, text
+// FenceKey renders a row key as the triggers publish it (fence.Key): one
+// key column as its JSON value's text (42, abc), several as a compact JSON
+// array ([1,"abc"]), as fence.KeyOf reads a notification. Integer, text
 // and uuid columns only: the JSON of other types (timestamps, numerics)
 // differs from their text, so such keys are not cached.
 func (s *Table) FenceKey(key string) (string, error) {
@@ -156,13 +156,8 @@ func (s *Table) FenceKey(key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(vals) == 1 {
-		if !fenceable(sh.pk[0]) {
-			return "", fmt.Errorf("%w: column %s is %s", errFenceKey, sh.pk[0].name, sh.pk[0].typ)
-		}
-		return fenceText(vals[0], sh.pk[0])
-	}
-	parts := make([]any, len(vals))
+	var buf [4]fence.Value // a key of up to four columns stays on the stack
+	parts := buf[:0]
 	for i, v := range vals {
 		c := sh.pk[i]
 		if !fenceable(c) {
@@ -172,14 +167,9 @@ func (s *Table) FenceKey(key string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if isInteger(c) {
-			parts[i] = json.Number(text)
-		} else {
-			parts[i] = text
-		}
+		parts = append(parts, fence.Value{Text: text, Number: isInteger(c)})
 	}
-	b, err := json.Marshal(parts)
-	return string(b), err
+	return fence.Key(parts...)
 }
 
 // fenceText is a key value as the triggers publish it (to_jsonb), read

@@ -3,7 +3,6 @@ package valkey
 import (
 	"container/list"
 	"context"
-	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"github.com/pgcache/pgcache/coherence/fence"
 )
 
 // The client cache is this backend's coherent L1: GETs go through
@@ -38,10 +39,10 @@ import (
 //	reader A: Update(k, old): token 5 < fence 6, A gets old (it overlapped
 //	          the write) and nothing is stored
 //
-// Fences are a sequence number per bucket of key hashes (a collision costs
-// an extra uncached read, never a stale one): the invariant of
-// coherence.Fences, for this process's own writes. (A backend may not import
-// coherence, which sits above the backends.)
+// Fences are the L1 tier's (package coherence/fence, the protocol's leaf): a
+// sequence number per bucket of key hashes (a collision costs an extra
+// uncached read, never a stale one), here for this process's own writes
+// alone; the server's invalidations cover everyone else's.
 //
 // Abandoned fills. When a cached read gives up (its context ends) its
 // request may still be on the wire; its reply, arriving later, would be
@@ -67,9 +68,7 @@ type clientCache struct {
 	maxBytes int64
 	grace    time.Duration // see "Abandoned fills"
 
-	seq    atomic.Uint64
-	fences [fenceBuckets]atomic.Uint64
-	seed   maphash.Seed
+	fences fence.Keys // this process's writes; a fill's token is fences.Token()
 
 	used      atomic.Int64 // bytes of the stored entries, all shards
 	evictions atomic.Int64 // entries dropped to stay under maxBytes
@@ -90,7 +89,9 @@ const (
 )
 
 func newClientCache(ttl time.Duration, maxBytes int64, grace time.Duration) *clientCache {
-	return &clientCache{ttl: ttl, maxBytes: maxBytes, grace: grace, seed: maphash.MakeSeed()}
+	c := &clientCache{ttl: ttl, maxBytes: maxBytes, grace: grace}
+	c.fences.Init(fenceBuckets)
+	return c
 }
 
 // newShard is valkey-go's NewCacheStoreFn: one shard per connection.
@@ -142,19 +143,10 @@ func (c *clientCache) hit(key string, ms int64) (valkey.ValkeyMessage, bool) {
 // GET, and each key of an MGET, under "GET".
 const cmdGet = "GET"
 
-func (c *clientCache) bucket(key string) *atomic.Uint64 {
-	return &c.fences[maphash.String(c.seed, key)&(fenceBuckets-1)]
-}
-
 // fence records that this process wrote keys and has the server's reply.
-// Buckets only move forward: a writer that took its sequence number earlier
-// but stores it later must not hide a later fence.
 func (c *clientCache) fence(keys ...string) {
-	seq := c.seq.Add(1)
 	for _, k := range keys {
-		b := c.bucket(k)
-		for old := b.Load(); old < seq && !b.CompareAndSwap(old, seq); old = b.Load() {
-		}
+		c.fences.Fence(c.fences.Hash("", k))
 	}
 	c.mu.RLock()
 	for _, s := range c.shards {
@@ -165,8 +157,8 @@ func (c *clientCache) fence(keys ...string) {
 
 // fenced reports whether a write of key completed after the fill that
 // took token started.
-func (c *clientCache) fenced(key string, token uint64) bool {
-	return c.bucket(key).Load() > token
+func (c *clientCache) fenced(key string, token fence.Token) bool {
+	return !c.fences.Valid(token, c.fences.Hash("", key))
 }
 
 // reclaim evicts entries until the cache is back under maxBytes, shard by
@@ -217,9 +209,9 @@ type shard struct {
 // entry is a stored value, or a fill in flight (pending).
 type entry struct {
 	key, cmd string
-	token    uint64 // c.seq when the fill started
-	start    int64  // unix ms when the fill started
-	xat      int64  // unix ms from which the entry is not served
+	token    fence.Token // c.fences.Token() when the fill started
+	start    int64       // unix ms when the fill started
+	xat      int64       // unix ms from which the entry is not served
 	pending  bool
 	// abandoned is when Cancel gave up on the fill without a server reply
 	// (unix ms); 0 for a live fill.
@@ -316,7 +308,7 @@ func (s *shard) Flight(key, cmd string, ttl time.Duration, now time.Time) (valke
 	key = strings.Clone(key)
 	s.entries[key] = &entry{
 		key: key, cmd: cmd,
-		token: s.c.seq.Load(), start: ms, xat: now.Add(ttl).UnixMilli(),
+		token: s.c.fences.Token(), start: ms, xat: now.Add(ttl).UnixMilli(),
 		pending: true, done: make(chan struct{}),
 	}
 	return valkey.ValkeyMessage{}, nil

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/internal/bound"
+	"github.com/pgcache/pgcache/internal/deadline"
 )
 
 // Connecting in the background: the first attempt at once, then with a
@@ -27,13 +27,13 @@ const checkTimeout = time.Second
 // Driver is one configured Valkey deployment: a valkey-go client shared by
 // the routes that use the backend.
 type Driver struct {
-	name    string
-	opts    Options
-	timeout time.Duration // command_timeout
-	bound   *bound.Shared // calls' command_timeout contexts
-	cache   *clientCache  // nil: client_cache off
-	log     *zap.Logger
-	stats   stats
+	name      string
+	opts      Options
+	timeout   time.Duration    // command_timeout
+	deadlines *deadline.Shared // calls' command_timeout contexts
+	cache     *clientCache     // nil: client_cache off
+	log       *zap.Logger
+	stats     stats
 
 	client    atomic.Pointer[client] // nil until the first connection succeeds
 	connErr   atomic.Pointer[error]  // why the last connection attempt failed
@@ -68,15 +68,15 @@ func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
 		log = zap.NewNop()
 	}
 	d := &Driver{
-		name:    name,
-		opts:    o,
-		timeout: time.Duration(o.CommandTimeout),
-		bound:   bound.New(time.Duration(o.CommandTimeout)),
-		log:     log.Named("valkey").With(zap.String("backend", name)),
-		tried:   make(chan struct{}),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-		routes:  map[string]int{},
+		name:      name,
+		opts:      o,
+		timeout:   time.Duration(o.CommandTimeout),
+		deadlines: deadline.New(time.Duration(o.CommandTimeout)),
+		log:       log.Named("valkey").With(zap.String("backend", name)),
+		tried:     make(chan struct{}),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
+		routes:    map[string]int{},
 	}
 	if cc := o.ClientCache; cc != nil {
 		// A request still unanswered after ConnWriteTimeout, plus a PING
@@ -126,7 +126,7 @@ func (d *Driver) connect(opt valkey.ClientOption) {
 // deadline is sooner) and the client. Before the first connection it waits
 // for the first attempt, no longer: later calls fail fast.
 func (d *Driver) begin(ctx context.Context, op string) (context.Context, context.CancelFunc, *client, error) {
-	cctx := d.bound.Of(ctx)
+	cctx := d.deadlines.Of(ctx)
 	c := d.client.Load()
 	if c == nil {
 		select {

@@ -15,14 +15,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgcache/pgcache/bench"
-	"github.com/pgcache/pgcache/bench/coherence"
 	"github.com/pgcache/pgcache/bench/keys"
+	"github.com/pgcache/pgcache/bench/readwrite"
 )
 
 func init() {
 	register(command{
 		name:  "bench",
-		usage: "[quick|medium|long] [flags]\n       pgcache bench gen-targets [--keys N] [--keys-file FILE]\n       pgcache bench report DIR\n       " + coherence.Usage,
+		usage: "[quick|medium|long] [flags]\n       pgcache bench gen-targets [--keys N] [--keys-file FILE]\n       pgcache bench report DIR\n       " + readwrite.Usage,
 		short: "compare the engines of seeds/000 (memory, Valkey, PostgreSQL kinds) through a real pgcache",
 		run:   cmdBench,
 	})
@@ -39,7 +39,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return cmdBenchReport(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "coherence" {
-		return coherence.Main(args[1:], stdout, stderr)
+		return readwrite.Main(args[1:], stdout, stderr)
 	}
 	preset := bench.PresetQuick
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {

@@ -1,5 +1,5 @@
-// Package sampled reads otter caches telling the eviction policy of one
-// read in Rate.
+// Package otterread reads otter caches the way pgcache's hot paths do:
+// telling the eviction policy of one read in Rate (a sampled read).
 //
 // Telling otter of a read is a store into its read buffer, a ring every
 // core writes, and the later replay of that buffer moves the entry in the
@@ -11,7 +11,7 @@
 // it keeps its hit ratio. (The caches of pgcache have no otter expiry, see
 // package sweep, so otter skips the buffer of one that is less than half
 // full; sampling is what a full cache saves.)
-package sampled
+package otterread
 
 import (
 	"math/rand/v2"

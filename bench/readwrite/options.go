@@ -1,4 +1,4 @@
-// Package coherence is `pgcache bench coherence`: the "reads while writing"
+// Package readwrite is `pgcache bench coherence`: the "reads while writing"
 // table of seeds/001 on the user's own machine, with pgcache in place of
 // pg_local_cache. Readers read one row per request, uniform over a table,
 // while writers UPDATE it at a fixed rate; the stacks run one after another
@@ -16,7 +16,10 @@
 // L1, read through its admin API's GET /debug/l1; every Valkey key) is
 // compared with PostgreSQL: the stale count. A second table measures what
 // invalidation costs writers.
-package coherence
+//
+// The package is named for what it measures, reads while writing; the
+// subcommand keeps the name users know.
+package readwrite
 
 import (
 	"fmt"

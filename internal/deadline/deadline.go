@@ -1,4 +1,4 @@
-// Package bound shares one command-timeout context among the backend calls
+// Package deadline shares one command-timeout context among the backend calls
 // begun close together.
 //
 // A context.WithTimeout per call starts a timer per call, and on this
@@ -17,7 +17,7 @@
 // whose clock source is kvm-clock, time.Now was a fifth of a hot read's
 // CPU. Nothing cancels the context early: it ends at its deadline, or with
 // its parent.
-package bound
+package deadline
 
 import (
 	"context"

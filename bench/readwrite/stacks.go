@@ -1,4 +1,4 @@
-package coherence
+package readwrite
 
 import (
 	"context"

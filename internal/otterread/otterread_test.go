@@ -1,4 +1,4 @@
-package sampled
+package otterread
 
 import (
 	"math/rand/v2"

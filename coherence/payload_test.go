@@ -1,0 +1,67 @@
+package coherence
+
+import (
+	"testing"
+
+	"go.uber.org/zap"
+)
+
+// TestPayloadVersions: a listener reads fences of its own payload version
+// and of relays from before the version field as they say; a payload of a
+// version it does not know fences the whole cache (the safe default),
+// while its canary still counts.
+func TestPayloadVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		payload  string
+		keyOnly  bool // fences key "a" of public.t and nothing else
+		fenceAll bool // fences everything
+		newer    int64
+	}{
+		{name: "current", payload: `{"v":1,"t":"public.t","k":["a"]}`, keyOnly: true},
+		{name: "before the version field", payload: `{"t":"public.t","k":["a"]}`, keyOnly: true},
+		{name: "newer", payload: `{"v":2,"t":"public.t","k":["a"]}`, fenceAll: true, newer: 1},
+		{name: "newer, other fields", payload: `{"v":2,"x":{"tables":["public.t"]}}`, fenceAll: true, newer: 1},
+		{name: "not json", payload: `hello`, fenceAll: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := NewFences(1 << 10)
+			f.SetOnline(true)
+			l := NewListener(f, ListenerOptions{}, zap.NewNop())
+			tbl, other := f.Table("public.t"), f.Table("public.u")
+			ha, hb, hu := f.Hash("public.t", "a"), f.Hash("public.t", "b"), f.Hash("public.u", "a")
+			if ha&0x3ff == hb&0x3ff {
+				t.Skip("a and b share a bucket under this seed") // 1 in 1024
+			}
+			tok := f.Token()
+			l.handle(tc.payload)
+			gotA, gotB, gotU := f.Valid(tok, tbl, ha), f.Valid(tok, tbl, hb), f.Valid(tok, other, hu)
+			switch {
+			case tc.keyOnly && (gotA || !gotB || !gotU):
+				t.Errorf("want a fence on key a alone; valid after it: a %v, b %v, public.u a %v", gotA, gotB, gotU)
+			case tc.fenceAll && (gotA || gotB || gotU || f.Stats.AllFences.Load() != 2):
+				t.Errorf("want a whole-cache fence; valid after it: a %v, b %v, public.u a %v; whole-cache fences %d (1 from going online)",
+					gotA, gotB, gotU, f.Stats.AllFences.Load())
+			}
+			if got := l.Stats.NewerPayloads.Load(); got != tc.newer {
+				t.Errorf("NewerPayloads = %d, want %d", got, tc.newer)
+			}
+		})
+	}
+}
+
+// TestNewerCanary: the canary of a newer relay comes back (the listener
+// stays online through an upgrade), after a whole-cache fence.
+func TestNewerCanary(t *testing.T) {
+	f := NewFences(1 << 10)
+	l := NewListener(f, ListenerOptions{}, zap.NewNop())
+	l.canary = "me:1"
+	l.handle(`{"v":2,"c":"me:1","t":"public.t"}`)
+	if s, why := l.State(); s != StateOnline || !f.Online() {
+		t.Fatalf("state %v (%s) after our canary came back in a newer payload", s, why)
+	}
+	if l.Stats.NewerPayloads.Load() != 1 || f.Stats.AllFences.Load() < 2 {
+		t.Fatalf("newer payloads %d, whole-cache fences %d: the payload was not taken as a whole-cache fence",
+			l.Stats.NewerPayloads.Load(), f.Stats.AllFences.Load())
+	}
+}
