@@ -37,7 +37,7 @@ test: test-deps lint verify-units
 ## it failed FuzzCRUDKey so once here, with no input to blame. 20,000 inputs
 ## take 4-15 s a parser on the 2-core machine.
 FUZZTIME ?= 20000x
-FUZZ     := proxy:FuzzReader backends/postgres:FuzzCRUDKey conf:FuzzConfig httpapi:FuzzHTTP
+FUZZ     := proxy:FuzzReader backends/postgres:FuzzCRUDKey conf:FuzzConfig httpapi:FuzzHTTP internal/glob:FuzzMatch
 
 test-faults: test-deps
 	$(GO) test -trimpath -count=1 -timeout 10m ./faults/
