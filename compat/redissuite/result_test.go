@@ -90,7 +90,7 @@ func TestRunIsolatesUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startBaseline(t)
+	r := startBaseline(t, baselineACL)
 	var args []string
 	for _, a := range DefaultArgs {
 		if a != "--durable" {
@@ -128,7 +128,7 @@ func TestRunBoundsUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startBaseline(t)
+	r := startBaseline(t, baselineACL)
 	// Both units sleep for seconds in their tests (expiry).
 	res, err := Run(t.Context(), tclsh, Options{Dir: dir, Addr: r.Addr(), UnitTimeout: 500 * time.Millisecond,
 		Units: []string{"unit/expire", "unit/type/string"}})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,8 +38,9 @@ const baselineMinPassed = 410
 //
 // PGCACHE_REDIS_SUITE_TARGET=redis runs the same units against the
 // baseline instead: redis-server limited by ACL to the commands pgcache
-// has or issue 17 adds (baselineACL). PGCACHE_REDIS_SUITE_UNITS="unit/multi
-// unit/scan" runs only those units (then no minimum applies).
+// has or issue 17 adds (baselineACL; with unit/tracking, issue 18's too).
+// PGCACHE_REDIS_SUITE_UNITS="unit/multi unit/scan" runs only those units
+// (then no minimum applies); unit/tracking is issue 18's.
 // PGCACHE_REDIS_SUITE_OUTPUT=FILE keeps runtest's raw output.
 func TestRedisSuite(t *testing.T) {
 	dir, tclsh, err := Locate()
@@ -55,7 +57,7 @@ func TestRedisSuite(t *testing.T) {
 	case "", "pgcache":
 		addr, what = startPgcache(t), "pgcache"
 	case "redis":
-		r := startBaseline(t)
+		r := startBaseline(t, baselineFor(units))
 		addr, what, min = r.Addr(), "ACL-limited "+redisVersion(t, r), baselineMinPassed
 	default:
 		t.Fatalf("PGCACHE_REDIS_SUITE_TARGET=%q: want pgcache or redis", target)
@@ -154,13 +156,30 @@ var baselineACL = strings.Fields(`
 	client|id client|setname client|getname client|list client|info client|kill client|no-evict client|reply
 	config|get config|set`)
 
+// trackingACL is what issue 18 adds for unit/tracking: client-side
+// caching and the SUBSCRIBE of its RESP2 redirect. With baselineACL it is
+// issue 18's baseline (40 tests of unit/tracking pass, as the issue says).
+var trackingACL = strings.Fields(`
+	client|tracking client|caching client|getredir client|trackinginfo subscribe unsubscribe`)
+
+// baselineFor is the ACL of a baseline run of units: issue 18's when
+// they include unit/tracking, else issue 17's.
+func baselineFor(units []string) []string {
+	for _, u := range units {
+		if u == "unit/tracking" {
+			return append(slices.Clone(baselineACL), trackingACL...)
+		}
+	}
+	return baselineACL
+}
+
 // startBaseline starts redis-server (Valkey if installed: testenv prefers
-// it) and limits its default user to baselineACL.
-func startBaseline(t *testing.T) *testenv.Redis {
+// it) and limits its default user to the commands of acl.
+func startBaseline(t *testing.T, acl []string) *testenv.Redis {
 	t.Helper()
 	r := testenv.RedisFor(t)
 	args := []string{"ACL", "SETUSER", "default", "reset", "on", "nopass", "~*", "&*"}
-	for _, c := range baselineACL {
+	for _, c := range acl {
 		args = append(args, "+"+c)
 	}
 	if _, err := r.Do(context.Background(), args...); err != nil {
