@@ -21,7 +21,7 @@ import (
 // minPassed is how many of Units17's tests pgcache passes today: a
 // regression guard, raised as commands land (issue 17 asks for 396).
 //
-// 2026-12-02: 0. Every unit stops in the suite's set-up of its first
+// 2026-12-01: 0. Every unit stops in the suite's set-up of its first
 // start_server block, which sends FLUSHALL and FUNCTION FLUSH before any
 // test (tests/support/server.tcl, run_external_server_test).
 const minPassed = 0
