@@ -10,7 +10,7 @@ ARGS    ?=
 # pg_ctl, pgbench) and Redis 7 standing in for Valkey, which bookworm lacks.
 TEST_PACKAGES := postgresql redis-server redis-tools
 
-.PHONY: all build run test test-faults test-deps test-packages pgext-install lint fmt vet bench clean quick medium long gen-targets proto-gen
+.PHONY: all build run test test-faults test-deps test-packages redis-suite pgext-install lint fmt vet bench clean quick medium long gen-targets proto-gen
 
 all: build
 
@@ -37,7 +37,7 @@ test: test-deps lint verify-units
 ## it failed FuzzCRUDKey so once here, with no input to blame. 20,000 inputs
 ## take 4-15 s a parser on the 2-core machine.
 FUZZTIME ?= 20000x
-FUZZ     := proxy:FuzzReader backends/postgres:FuzzCRUDKey conf:FuzzConfig httpapi:FuzzHTTP
+FUZZ     := proxy:FuzzReader backends/postgres:FuzzCRUDKey conf:FuzzConfig httpapi:FuzzHTTP internal/glob:FuzzMatch
 
 test-faults: test-deps
 	$(GO) test -trimpath -count=1 -timeout 10m ./faults/
@@ -49,6 +49,19 @@ test-faults: test-deps
 test-deps: test-packages
 	@$(MAKE) -s pgext-install
 	@compat/frameworks/install.sh
+	@compat/redissuite/install.sh >/dev/null
+
+## redis-suite: Redis's own Tcl tests of issue 17's units (compat/redissuite,
+## the suite from Debian's redis source package) against pgcache, every test
+## listed; REDIS_SUITE_TARGET=redis runs them against the baseline instead,
+## redis-server limited by ACL to pgcache's commands;
+## REDIS_SUITE_UNITS='unit/multi unit/scan' runs only those units.
+REDIS_SUITE_TARGET ?= pgcache
+REDIS_SUITE_UNITS  ?=
+
+redis-suite: test-deps
+	PGCACHE_REDIS_SUITE_TARGET='$(REDIS_SUITE_TARGET)' PGCACHE_REDIS_SUITE_UNITS='$(REDIS_SUITE_UNITS)' \
+		$(GO) test -count=1 -v -run '^TestRedisSuite$$' ./compat/redissuite/
 
 test-packages:
 	@missing=""; \
