@@ -102,7 +102,8 @@ func (cs *coordinators) tier(ctx context.Context, d backends.Driver, rc conf.Rou
 // A carried one keeps running until the reload retires the generation it
 // came from (see Server.retire).
 // attach installs the fence triggers on table and says which function
-// they run: the C trigger costs writers about a third of the PL/pgSQL one.
+// they run: the C trigger costs writers much less than the PL/pgSQL one
+// (docs/performance.md).
 func (cs *coordinators) attach(ctx context.Context, c *coherence.Coordinator, table string) error {
 	fn, err := coherence.AttachUsing(ctx, c.Pool(), table, coherence.TriggerAuto)
 	if err == nil {
