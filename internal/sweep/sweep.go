@@ -15,11 +15,11 @@
 // deadline it knows of has passed, and invalidates what has expired. A walk
 // costs a visit per item, so walks are spaced at least a hundred times
 // their own length apart (and at least MinGap): the sweeper takes at most
-// about 1% of a core. A walk takes about 100 ns an item (BenchmarkWalk,
-// docs/performance.md), so an expired item of a small cache holds its
-// memory up to about two MinGap longer, of a cache of a million items up
-// to about 10 s, of ten million about 100 s; a full cache evicts it
-// meanwhile like any cold item. A cache where nothing carries a deadline is never walked.
+// about 1% of a core. So an expired item of a small cache holds its
+// memory up to about two MinGap longer, and of a large one a hundred
+// walks' length, a walk's length being BenchmarkWalk's ns/item times the
+// items (docs/performance.md); a full cache evicts it meanwhile like any
+// cold item. A cache where nothing carries a deadline is never walked.
 package sweep
 
 import (
