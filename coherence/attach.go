@@ -35,9 +35,9 @@ const Schema = "pgcache"
 //
 // Writers never NOTIFY. Committing a transaction that sent NOTIFY takes a
 // database-wide lock that is held through the commit's WAL flush, so
-// notifying writers commit one at a time: measured here, 16 pgbench clients
-// updating one row each lost 70-85% of their throughput to a per-statement
-// NOTIFY. So the trigger appends to a log, and a relay (relay.go) drains it
+// notifying writers commit one at a time: 16 pgbench clients updating one
+// row each lost most of their throughput to a per-statement NOTIFY
+// (docs/performance.md). So the trigger appends to a log, and a relay (relay.go) drains it
 // and publishes the fences as batched notifications.
 //
 // The log is UNLOGGED: it costs no WAL, and after a crash it comes back
@@ -45,7 +45,7 @@ const Schema = "pgcache"
 // crash and fences its whole cache when it reconnects. It has no index, no
 // sequence and no constraint: an insert is a heap append and nothing else.
 // One table is enough: at 16 writers the inserts did not wait on its pages
-// (docs/architecture.md), so spreading it over partitions would only add the
+// (docs/performance.md), so spreading it over partitions would only add the
 // routing cost.
 //
 // A row is a fence: tbl and a JSON array of primary keys (one column: its
@@ -70,7 +70,7 @@ GRANT INSERT ON ` + Schema + `.fence_log TO PUBLIC`
 // single-row writes an L1 sits in front of, the statement trigger's
 // aggregate over its transition tables cost as much again as the UPDATE
 // itself, and even for a 10,000-row UPDATE it cost more per row than a row
-// trigger's one INSERT (docs/architecture.md, What the fence triggers cost
+// trigger's one INSERT (docs/performance.md, What the fence triggers cost
 // writers, has the figures).
 //
 // An UPDATE logs the new and the old key: a primary key may change, and
@@ -157,9 +157,9 @@ const (
 	// and a superuser to create it once.
 	TriggerC TriggerFunc = "c"
 	// TriggerPLpgSQL is the functions Attach writes for each table: they
-	// need nothing on the server, and add about three times the C
-	// trigger's instructions to a write (docs/architecture.md, What the
-	// fence triggers cost writers).
+	// need nothing on the server, and add several times the C trigger's
+	// instructions to a write (docs/performance.md, What the fence
+	// triggers cost writers).
 	TriggerPLpgSQL TriggerFunc = "plpgsql"
 	// TriggerAuto is TriggerC where the extension is installed or can be
 	// created, else TriggerPLpgSQL.

@@ -21,10 +21,9 @@ const (
 	// relayBusyFactor: after a drain that took rows the relay waits this
 	// many intervals (20 ms by default) before the next, unless the drain
 	// filled a batch. A drain costs the relay's backend, pgcache and every
-	// listener a wake-up each, whether it carries 10 fences or 100: at
-	// 16 pgbench writers (6,000 fences/s) draining every 5 ms used 42-44
-	// ticks in 8 s of the relay's backend and 69-86 of pgcache's; waiting
-	// 20 ms after a drain with rows, 21-22 and 54-57. Under steady writes
+	// listener a wake-up each, whether it carries 10 fences or 100: under
+	// 16 pgbench writers waiting 20 ms after a drain with rows about halved
+	// the relay backend's CPU (docs/performance.md). Under steady writes
 	// a fence then waits up to 20 ms before it is published; after a
 	// quiet spell, up to 5.
 	relayBusyFactor = 4
@@ -36,10 +35,9 @@ const (
 	// vacuumEvery is how many drained rows the relay lets pile up as dead
 	// tuples before it vacuums the log itself. Each drain scans the log
 	// from its first page, dead tuples included, and autovacuum comes by
-	// once a minute at most: at 6,000 fences/s a drain scanned ~300 pages
-	// of them (26 ms) for ~70 live rows, and the relay's backend used a
-	// tenth of a core. Vacuumed every 2,000 rows, the log stopped growing
-	// at about 100 pages, nearly all of them empty.
+	// once a minute at most, so under steady writes a drain scanned
+	// hundreds of dead pages for a few dozen live rows; vacuumed every
+	// 2,000 rows, the log stops growing (docs/performance.md).
 	vacuumEvery = 2000
 )
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // The GET and SET paths, end to end over loopback (client included, which
@@ -31,25 +32,33 @@ func BenchmarkLoopback(b *testing.B) {
 			b.Run(tc.name+"/P"+strconv.Itoa(pipeline), func(b *testing.B) {
 				c := dial(b, ts.addr)
 				c.do("SET", "bench:key", val)
-				req := []byte(strings.Repeat(tc.req, pipeline))
-				reply := make([]byte, len(tc.reply)*pipeline)
-				c.nc.SetDeadline(time.Now().Add(5 * time.Minute))
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i += pipeline {
-					if _, err := c.nc.Write(req); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := io.ReadFull(c.nc, reply); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.StopTimer()
-				if string(reply[:len(tc.reply)]) != tc.reply {
-					b.Fatalf("reply %q, want %q", reply[:len(tc.reply)], tc.reply)
-				}
+				pingPong(b, c, tc.req, tc.reply, pipeline)
 			})
 		}
+	}
+}
+
+// pingPong sends req pipeline times in one write and reads the replies,
+// b.N requests in all, as redis-benchmark -P does.
+func pingPong(b *testing.B, c *rawClient, req, reply string, pipeline int) {
+	batch := []byte(strings.Repeat(req, pipeline))
+	got := make([]byte, len(reply)*pipeline)
+	c.nc.SetDeadline(time.Now().Add(5 * time.Minute))
+	b.ReportAllocs()
+	b.ResetTimer()
+	stop := testenv.CPUPerOp(b)
+	for i := 0; i < b.N; i += pipeline {
+		if _, err := c.nc.Write(batch); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c.nc, got); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	stop()
+	if string(got[:len(reply)]) != reply {
+		b.Fatalf("reply %q, want %q", got[:len(reply)], reply)
 	}
 }
 

@@ -58,7 +58,7 @@ func (e errMaxBytes) Error() string {
 }
 
 // cache is one route's otter cache. Keys are plain strings: otter hashes a
-// string key in half the time of a {namespace, key} struct, and a route's
+// string key faster than a {namespace, key} struct, and a route's
 // keys need no namespace when the route has its cache to itself.
 type cache = otter.Cache[string, *item]
 
@@ -114,8 +114,8 @@ func newCache(maxBytes int64, clock otter.Clock) *cache {
 // inline runs otter's maintenance on the goroutine that wrote. By default
 // otter starts a goroutine for it after most writes; with one client
 // sending a SET at a time that was a goroutine start, a thread wake-up and
-// a futex per SET, a third of what a SET cost the server (redis-benchmark
-// -P 1). Nothing here calls the cache from a Compute function or from a
+// a futex per SET, a large part of what a SET cost the server
+// (docs/performance.md). Nothing here calls the cache from a Compute function or from a
 // deletion callback, which is what an inline executor forbids.
 func inline(fn func()) { fn() }
 

@@ -14,10 +14,9 @@ import (
 // read runs its own statement at once, so an idle pgcache adds no latency.
 // Past that, reads queue, and each read that finishes hands its slot to
 // everything queued meanwhile (up to maxCoalesced keys), read by one
-// `key = ANY($1)` query. On this project's 2-core test machine a query of
-// 8 keys cost PostgreSQL about what a query of 1 does (pgbench -M prepared,
-// 8 clients: 10,696 vs 11,186 TPS), so under load a read costs a fraction
-// of a statement.
+// `key = ANY($1)` query. A query of 8 keys costs PostgreSQL about what a
+// query of 1 does (docs/performance.md, Shared reads), so under load a
+// read costs a fraction of a statement.
 //
 // A queued read sees every write that completed before it was asked: the
 // query that answers it starts after it queued. Queued SETs are one upsert

@@ -229,11 +229,9 @@ func (s *KV) Set(ctx context.Context, key string, val []byte, opts backends.SetO
 // setSlots is how many plain SETs of a table run at once before the rest
 // queue for a shared upsert: a quarter of the pool, at least one. Writes
 // of one table wait for the same WAL flushes, so an upsert of the rows
-// that queued meanwhile costs about what one row does: on the 2-core test
-// machine, redis-benchmark -c 8 SET on the default pool of 4 stored
-// 7,146 / 8,014 SET/s into a standard table with one slot against
-// 4,144 / 4,840 with four, and 9,950 / 11,786 against 8,618 / 9,685
-// into an unlogged one. The cost is that a SET waiting on a row lock
+// that queued meanwhile costs about what one row does: one slot stored
+// more SETs a second than four, into standard and unlogged tables alike
+// (docs/performance.md, Shared SETs). The cost is that a SET waiting on a row lock
 // holds back the SETs queued behind it, until it gets the lock or its
 // command timeout ends it.
 func setSlots(poolSize int) int { return max(1, poolSize/4) }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/memory"
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // The backend against a bare valkey-go client doing the same command: the
@@ -169,4 +170,78 @@ func BenchmarkMGetHot(b *testing.B) {
 		}
 		run(b, m)
 	})
+}
+
+// BenchmarkClientCacheHit reads hot client-cached keys through the
+// backend's own hit path (fast: clientCache.hit, a lock-free lookup) and
+// through valkey-go's DoCache (docache: a command built, the clock read,
+// the slot hashed, the shard's Flight), as reads went before the fast
+// path: one GET, GETs from every core, one 16-key MGET. The fast path earns
+// its code while fast costs less than docache (docs/performance.md says
+// how to read it).
+func BenchmarkClientCacheHit(b *testing.B) {
+	ctx := context.Background()
+	keys := make([]string, 16)
+	for i := range keys {
+		keys[i] = "hot:" + string(rune('a'+i))
+	}
+	for _, op := range []string{"GET", "GET-parallel", "MGET16"} {
+		for _, fast := range []bool{true, false} {
+			name := op + "/fast"
+			if !fast {
+				name = op + "/docache"
+			}
+			b.Run(name, func(b *testing.B) {
+				viaDoCache = !fast
+				defer func() { viaDoCache = false }()
+				d := newDriver(b, server, cached(nil))
+				s := open(b, d)
+				for _, k := range keys {
+					mustSet(b, s, k, string(benchVal))
+				}
+				// DoCache keeps a key read alone in its slot's connection
+				// and the keys of an MGET in the first key's: fill both.
+				if _, err := s.MGet(ctx, keys, nil); err != nil {
+					b.Fatal(err)
+				}
+				for _, k := range keys {
+					mustGet(b, s, k)
+				}
+				misses := d.stats.misses.Load()
+				var dst [][]byte
+				b.ReportAllocs()
+				b.ResetTimer()
+				stop := testenv.CPUPerOp(b)
+				switch op {
+				case "GET":
+					for range b.N {
+						if _, ok, err := s.Get(ctx, keys[0]); err != nil || !ok {
+							b.Fatal(ok, err)
+						}
+					}
+				case "GET-parallel":
+					b.RunParallel(func(pb *testing.PB) {
+						for i := 0; pb.Next(); i++ {
+							if _, ok, err := s.Get(ctx, keys[i&15]); err != nil || !ok {
+								b.Error(ok, err)
+								return
+							}
+						}
+					})
+				case "MGET16":
+					for range b.N {
+						var err error
+						if dst, err = s.MGet(ctx, keys, dst[:0]); err != nil || len(dst) != len(keys) {
+							b.Fatal(len(dst), err)
+						}
+					}
+				}
+				b.StopTimer()
+				stop()
+				if got := d.stats.misses.Load(); got != misses {
+					b.Fatalf("%d misses while reading hot keys: they were not served from the cache", got-misses)
+				}
+			})
+		}
+	}
 }

@@ -125,7 +125,8 @@ func (c *clientCache) publish() {
 // hit returns the cached reply of GET key if a connection has it and ms
 // (unix ms) is before its deadline. It is the read path of a hot key:
 // valkey-go's DoCache answers the same from the same entries (Flight), at
-// three times the cost (a command built, the clock read, the slot hashed).
+// a multiple of the cost (a command built, the clock read, the slot
+// hashed; BenchmarkClientCacheHit, docs/performance.md).
 // Any connection's entry serves: each is dropped by its own connection's
 // invalidations and by every fence, however the key would be routed.
 func (c *clientCache) hit(key string, ms int64) (valkey.ValkeyMessage, bool) {
@@ -194,7 +195,7 @@ type shard struct {
 	// stored are the entries a hit may serve, by key: a read finds them
 	// without taking mu. Every client of pgcache reads through the one or
 	// few connections to a server, so a read lock here was an atomic add
-	// that both cores fought over, a fifth of a hot client-cached MGET.
+	// that both cores fought over (docs/performance.md).
 	// Entries enter it complete (their val, xat and cmd are not written
 	// again) and leave it under mu, with their place in entries.
 	stored sync.Map

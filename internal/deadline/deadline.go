@@ -1,10 +1,9 @@
 // Package deadline shares one command-timeout context among the backend calls
 // begun close together.
 //
-// A context.WithTimeout per call starts a timer per call, and on this
-// project's test VM that was not cheap: a hot client-cached Valkey read is
-// a map lookup, and its own context and timer cost it about 6% of its CPU
-// (redis-benchmark -P 16). Worse, a new timer sooner than the one the
+// A context.WithTimeout per call starts a timer per call, and that is not
+// cheap beside a hot client-cached Valkey read, which is a map lookup
+// (docs/performance.md, One deadline for many calls). Worse, a new timer sooner than the one the
 // runtime's network poller sleeps until makes the runtime wake the poller
 // to sleep again (an eventfd write and read, an epoll_wait and a thread
 // wake-up): a SET through a PostgreSQL route paid that on every call.
@@ -14,8 +13,8 @@
 // marks it stale then, and calls begun after that get a new one, so every
 // call is bounded by about 0.9 to 1 timeout (less only by how late that
 // timer fires). The flag, not the clock, is what a call reads: on a VM
-// whose clock source is kvm-clock, time.Now was a fifth of a hot read's
-// CPU. Nothing cancels the context early: it ends at its deadline, or with
+// whose clock source is kvm-clock, time.Now is a large part of a hot
+// read's CPU. Nothing cancels the context early: it ends at its deadline, or with
 // its parent.
 package deadline
 

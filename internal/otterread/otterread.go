@@ -3,8 +3,9 @@
 //
 // Telling otter of a read is a store into its read buffer, a ring every
 // core writes, and the later replay of that buffer moves the entry in the
-// policy's queues and counts it in the frequency sketch: together 15% of a
-// memory-route GET's CPU under redis-benchmark -P 16 on two cores. Otter's
+// policy's queues and counts it in the frequency sketch: a good part of a
+// memory-route GET's CPU under redis-benchmark -P 16 (docs/performance.md;
+// BenchmarkGet runs both ways). Otter's
 // read buffer is lossy by design (it drops reads when it is full), and a
 // key that is read often is still heard of often when only some reads are
 // told: TestHitRatio checks that a skewed workload in a cache too small for

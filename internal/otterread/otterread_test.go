@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/maypok86/otter/v2"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // A read-through cache of 2,000 entries in front of 100,000 keys read with
@@ -64,5 +66,49 @@ func TestGet(t *testing.T) {
 		if v, ok := Get(c, "b"); ok {
 			t.Fatalf("Get(b) = %d, %v; want absent", v, ok)
 		}
+	}
+}
+
+// BenchmarkGet reads random keys of a full cache (where otter's policy
+// hears of reads; a cache less than half full skips its read buffer) from
+// every core, through Get (sampled) and through otter's own GetIfPresent
+// (every read told). Get earns its code while sampled is faster than
+// every (docs/performance.md says how to read it).
+func BenchmarkGet(b *testing.B) {
+	const keys = 100_000
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = "key:" + strconv.Itoa(i)
+	}
+	for _, tc := range []struct {
+		name string
+		get  func(*otter.Cache[string, []byte], string) ([]byte, bool)
+	}{
+		{"sampled", Get[string, []byte]},
+		{"every", (*otter.Cache[string, []byte]).GetIfPresent},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := otter.Must(&otter.Options[string, []byte]{
+				MaximumSize: keys,
+				Executor:    func(fn func()) { fn() },
+			})
+			defer c.StopAllGoroutines()
+			val := make([]byte, 64)
+			for _, k := range names {
+				c.Set(k, val)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			defer testenv.CPUPerOp(b)()
+			b.RunParallel(func(pb *testing.PB) {
+				r := rand.New(rand.NewPCG(rand.Uint64(), 0))
+				for pb.Next() {
+					if _, ok := tc.get(c, names[r.IntN(keys)]); !ok {
+						b.Error("a key was missing")
+						return
+					}
+				}
+			})
+		})
 	}
 }

@@ -6,14 +6,12 @@
 // (sysmon) is asleep because every P was idle, that wakes it; it then
 // polls every 20 µs for a millisecond before it sleeps again. A process
 // that is idle between requests, as a cache in front of PostgreSQL mostly
-// is at a few clients, paid that on nearly every request: on this
-// project's 2-core VM the monitor's sleeps and wake-ups were a tenth of
-// pgcache's CPU at 8 clients SETting through a PostgreSQL route (perf, in
-// runtime.sysmon's nanosleep), and the hand-off around each call 3% of a
-// pipelined SET on the memory route. The polling was not all waste: it
-// kept the VM's CPU from halting during long waits, so one client
-// SETting into a standard table, whose commit waits about 250 µs for the
-// WAL, was 7–9% slower without it (see docs/architecture.md).
+// is at a few clients, paid that on nearly every request (perf showed it
+// in runtime.sysmon's nanosleep). The polling was not all waste: it kept
+// the VM's CPU from halting during long waits, so one client SETting into
+// a standard table, whose commit waits for the WAL, was a little slower
+// without it. Figures, and BenchmarkRoundTrip to check that this still
+// pays: docs/performance.md.
 //
 // Conn wraps a TCP or Unix connection so that its Read and Write do this;
 // waiting, deadlines and closing are still the runtime's.

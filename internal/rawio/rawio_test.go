@@ -8,10 +8,12 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // pair returns a wrapped client connection and the server's end.
-func pair(t *testing.T) (*Conn, net.Conn) {
+func pair(t testing.TB) (*Conn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -138,5 +140,54 @@ func TestWrapPipe(t *testing.T) {
 	defer b.Close()
 	if Wrap(a) != a {
 		t.Error("net.Pipe was wrapped")
+	}
+}
+
+// BenchmarkRoundTrip sends 64 bytes over loopback TCP and waits for them
+// to come back, both ends through Conn (raw) or both through the plain
+// net.Conn (netconn): the backends' sessions to PostgreSQL and Valkey
+// (a request, then a wait for its reply) with and without this package.
+// Conn earns its code while raw costs less than netconn, in cpu-ns/op above
+// all (docs/performance.md says how to read it).
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, raw := range []bool{true, false} {
+		name := "raw"
+		if !raw {
+			name = "netconn"
+		}
+		b.Run(name, func(b *testing.B) {
+			c, srv := pair(b)
+			var client, echo net.Conn = c, srv
+			if raw {
+				echo = Wrap(srv)
+			} else {
+				client = c.Conn
+			}
+			go func() {
+				buf := make([]byte, 64)
+				for {
+					if _, err := io.ReadFull(echo, buf); err != nil {
+						return
+					}
+					if _, err := echo.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+			msg, got := bytes.Repeat([]byte("x"), 64), make([]byte, 64)
+			b.ReportAllocs()
+			b.ResetTimer()
+			stop := testenv.CPUPerOp(b)
+			for range b.N {
+				if _, err := client.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(client, got); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			stop()
+		})
 	}
 }

@@ -8,19 +8,18 @@
 // place alike, even when no read moves a deadline; a cache without expiry
 // skips that buffer until it is half full, when its frequency sketch is
 // made. Under redis-benchmark -P 16 SET on the memory route the buffer and
-// its replay were a sixth of the server's CPU; without otter's expiry the
-// route stored 12-24% more SETs a second (four rounds against the build
-// before).
+// its replay were a large part of the server's CPU (docs/performance.md;
+// BenchmarkExpiry runs both ways).
 //
 // A Sweeper frees them instead: it walks the cache once the earliest
 // deadline it knows of has passed, and invalidates what has expired. A walk
 // costs a visit per item, so walks are spaced at least a hundred times
 // their own length apart (and at least MinGap): the sweeper takes at most
-// about 1% of a core. A walk took 103 ns an item on the 2-core test machine
-// (BenchmarkWalk), so an expired item of a small cache holds its memory up
-// to about two MinGap longer, of a cache of a million items up to about
-// 10 s, of ten million about 100 s; a full cache evicts it meanwhile like
-// any cold item. A cache where nothing carries a deadline is never walked.
+// about 1% of a core. So an expired item of a small cache holds its
+// memory up to about two MinGap longer, and of a large one a hundred
+// walks' length, a walk's length being BenchmarkWalk's ns/item times the
+// items (docs/performance.md); a full cache evicts it meanwhile like any
+// cold item. A cache where nothing carries a deadline is never walked.
 package sweep
 
 import (

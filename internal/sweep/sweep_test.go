@@ -1,11 +1,15 @@
 package sweep
 
 import (
+	"math"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/maypok86/otter/v2"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 type item struct{ exp int64 }
@@ -157,4 +161,75 @@ func BenchmarkWalk(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/item")
+}
+
+// BenchmarkExpiry writes and reads random keys of a cache that is not
+// full, from every core, its items carrying a deadline an hour away: with
+// a Sweeper (sweeper; what the caches of pgcache do) and with otter's own
+// expiry (otter; an ExpiryCalculator giving otter each item's deadline, a
+// MinGap late as otter's clock is coarse). The sweeper earns its code
+// while sweeper is faster than otter, for SET above all
+// (docs/performance.md says how to read it).
+func BenchmarkExpiry(b *testing.B) {
+	const keys = 100_000
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = "key:" + strconv.Itoa(i)
+	}
+	exp := func(it item) int64 { return it.exp }
+	otterExpiry := otter.ExpiryWritingFunc(func(e otter.Entry[string, item]) time.Duration {
+		if e.Value.exp == 0 {
+			return time.Duration(math.MaxInt64)
+		}
+		return max(time.Duration(e.Value.exp-time.Now().UnixNano()), 0) + MinGap
+	})
+	for _, op := range []string{"SET", "GET"} {
+		for _, sweeper := range []bool{true, false} {
+			name := op + "/sweeper"
+			if !sweeper {
+				name = op + "/otter"
+			}
+			b.Run(name, func(b *testing.B) {
+				clock := NewClock()
+				defer clock.Stop()
+				o := &otter.Options[string, item]{
+					MaximumSize: 10 * keys,
+					Clock:       clock,
+					Executor:    func(fn func()) { fn() },
+				}
+				if !sweeper {
+					o.ExpiryCalculator = otterExpiry
+				}
+				c := otter.Must(o)
+				defer c.StopAllGoroutines()
+				wrote := func(int64) {}
+				if sweeper {
+					s := Start(c, exp)
+					defer s.Stop()
+					wrote = s.Wrote
+				}
+				later := item{exp: time.Now().Add(time.Hour).UnixNano()}
+				for _, k := range names {
+					c.Set(k, later)
+					wrote(later.exp)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				defer testenv.CPUPerOp(b)()
+				b.RunParallel(func(pb *testing.PB) {
+					r := rand.New(rand.NewPCG(rand.Uint64(), 0))
+					for pb.Next() {
+						k := names[r.IntN(keys)]
+						if op == "SET" {
+							c.Set(k, later)
+							wrote(later.exp)
+						} else if it, ok := c.GetIfPresent(k); !ok || it.exp != later.exp {
+							b.Error("a key was missing")
+							return
+						}
+					}
+				})
+			})
+		}
+	}
 }
