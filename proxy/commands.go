@@ -39,6 +39,8 @@ type spec struct {
 	// movable returns the keys of a command whose keys keySpec cannot say
 	// (EVAL's numkeys), or an error reply.
 	movable func(args [][]byte) ([][]byte, string)
+	// noScript refuses the command from a script (MULTI, EVAL, SCRIPT...).
+	noScript bool
 }
 
 // command is a spec ready to dispatch.
@@ -54,6 +56,7 @@ type command struct {
 	noAuth   bool                // runs before AUTH
 	noQueue  bool                // runs inside MULTI
 	movable  func(args [][]byte) ([][]byte, string)
+	noScript bool // refused from scripts
 }
 
 // commands is the dispatch table: lowercase name -> command. Adding a
@@ -103,17 +106,27 @@ func init() {
 		{name: "exec", fn: cmdExec, kind: kindAdmin, arity: 1, noQueue: true},
 		{name: "discard", fn: cmdDiscard, kind: kindAdmin, arity: 1, noQueue: true},
 		{name: "watch", fn: cmdWatch, kind: kindRead, arity: -2, keys: allKeys, noQueue: true},
-		{name: "unwatch", fn: cmdUnwatch, kind: kindAdmin, arity: 1},
+		{name: "unwatch", fn: cmdUnwatch, kind: kindAdmin, arity: 1, noScript: true},
+
+		// cmd_scripting.go
+		{name: "eval", fn: cmdEval, kind: kindWrite, arity: -3, movable: scriptKeys, noScript: true},
+		{name: "evalsha", fn: cmdEval, kind: kindWrite, arity: -3, movable: scriptKeys, noScript: true},
+		{name: "eval_ro", fn: cmdEval, kind: kindRead, arity: -3, movable: scriptKeys, noScript: true},
+		{name: "evalsha_ro", fn: cmdEval, kind: kindRead, arity: -3, movable: scriptKeys, noScript: true},
+		{name: "fcall", fn: cmdFCall, kind: kindWrite, arity: -3, movable: scriptKeys, noScript: true},
+		{name: "fcall_ro", fn: cmdFCall, kind: kindRead, arity: -3, movable: scriptKeys, noScript: true},
+		{name: "script", fn: cmdScript, kind: kindAdmin, arity: -2, noScript: true},
+		{name: "function", fn: cmdFunction, kind: kindAdmin, arity: -2, noScript: true},
 
 		// cmd_server.go
 		{name: "ping", fn: cmdPing, kind: kindAdmin, arity: -1},
 		{name: "echo", fn: cmdEcho, kind: kindAdmin, arity: 2},
-		{name: "hello", fn: cmdHello, kind: kindAdmin, arity: -1, noAuth: true},
-		{name: "auth", fn: cmdAuth, kind: kindAdmin, arity: -2, noAuth: true},
+		{name: "hello", fn: cmdHello, kind: kindAdmin, arity: -1, noAuth: true, noScript: true},
+		{name: "auth", fn: cmdAuth, kind: kindAdmin, arity: -2, noAuth: true, noScript: true},
 		{name: "select", fn: cmdSelect, kind: kindAdmin, arity: 2},
 		{name: "quit", fn: cmdQuit, kind: kindAdmin, arity: -1, noAuth: true, noQueue: true},
 		{name: "dbsize", fn: cmdDBSize, kind: kindAdmin, arity: 1},
-		{name: "client", kind: kindAdmin, arity: -2, subs: []spec{
+		{name: "client", kind: kindAdmin, arity: -2, noScript: true, subs: []spec{
 			{name: "id", fn: cmdClientID, kind: kindAdmin, arity: 2},
 			{name: "setname", fn: cmdClientSetName, kind: kindAdmin, arity: 3},
 			{name: "getname", fn: cmdClientGetName, kind: kindAdmin, arity: 2},
@@ -151,7 +164,7 @@ func register(m map[string]*command, parent string, s spec) *command {
 		panic("proxy: bad or duplicate command name " + s.name)
 	}
 	cmd := &command{name: s.name, fn: s.fn, kind: s.kind, arity: s.arity, keys: s.keys, noAuth: s.noAuth,
-		noQueue: s.noQueue, movable: s.movable}
+		noQueue: s.noQueue, movable: s.movable, noScript: s.noScript || s.noQueue}
 	if parent != "" {
 		cmd.name = parent + "|" + s.name
 	}

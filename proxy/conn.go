@@ -443,6 +443,10 @@ func (c *conn) key(k []byte) (*route.Route, string) {
 
 // backendErr answers a failed backend call.
 func (c *conn) backendErr(r *route.Route, err error) {
+	if errors.Is(err, backends.ErrBusy) {
+		c.writeError(c.busyReply())
+		return
+	}
 	if !backends.ClientCaused(err) {
 		c.s.log.Debug("backend error", zap.String("route", r.Name), zap.Error(err))
 	}

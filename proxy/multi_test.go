@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pgcache/pgcache/script"
 )
 
 // TestWatchAbortedByAnotherClient: a write by another connection between
@@ -145,5 +148,43 @@ func TestGoRedisTransactions(t *testing.T) {
 		if v := rdb.Get(ctx, "gtx").Val(); v != "other" {
 			t.Fatalf("RESP%d: after the aborted transaction gtx = %q", proto, v)
 		}
+	}
+}
+
+// TestBusyScript: a script that loops forever holds its key; past the busy
+// threshold a client that needs the key gets -BUSY, keys of other routes
+// are served, and SCRIPT KILL stops the script.
+func TestBusyScript(t *testing.T) {
+	ts := startServer(t, Config{})
+	ts.setBusyThreshold(100 * time.Millisecond)
+	t.Cleanup(func() { ts.setBusyThreshold(5 * time.Second) })
+	looping, other, killer := dial(t, ts.addr), dial(t, ts.addr), dial(t, ts.addr)
+	if got := killer.do("SCRIPT", "KILL"); !strings.HasPrefix(got, "-NOTBUSY") {
+		t.Fatalf("SCRIPT KILL with nothing running = %q", got)
+	}
+	done := make(chan string, 1)
+	go func() { done <- looping.do("EVAL", "local n = redis.call('get', KEYS[1]); while true do end", "1", "busykey") }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := other.do("GET", "busykey")
+		if got == "-"+script.ErrBusyEval+"\r\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET of a busy script's key: %q, never -BUSY", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := other.do("SET", "pg:elsewhere", "v"); got != "+OK\r\n" {
+		t.Fatalf("SET on another route during a busy script = %q", got)
+	}
+	if got := killer.do("SCRIPT", "KILL"); got != "+OK\r\n" {
+		t.Fatalf("SCRIPT KILL = %q", got)
+	}
+	if got := <-done; !strings.Contains(got, "Script killed by user with SCRIPT KILL") {
+		t.Fatalf("the killed script's reply = %q", got)
+	}
+	if got := other.do("GET", "busykey"); got != "$-1\r\n" {
+		t.Fatalf("GET after the kill = %q", got)
 	}
 }

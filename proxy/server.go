@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgcache/pgcache/internal/auth"
 	"github.com/pgcache/pgcache/route"
+	"github.com/pgcache/pgcache/script"
 )
 
 // Server is the RESP front: it serves clients on the listeners given to
@@ -43,6 +44,7 @@ type Server struct {
 	wg        sync.WaitGroup // one per connection goroutine
 	nextID    atomic.Int64
 
+	scripts  *script.Engine // EVAL, FUNCTION: see cmd_scripting.go
 	infoFunc atomic.Pointer[func(context.Context) [][2]string]
 	bulkCap  atomic.Pointer[bulkCap]
 }
@@ -67,6 +69,7 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logg
 		runID:     newRunID(),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
+		scripts:   newScripts(log),
 	}
 	s.SetConfig(cfg)
 	s.ctx, s.cancel = context.WithCancel(context.Background())

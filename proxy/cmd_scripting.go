@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"bytes"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/script"
+)
+
+// Scripts: EVAL, EVALSHA, their _RO forms and FCALL run in package script's
+// Lua engine as one atomic run of the route their declared keys are on,
+// like EXEC; the commands a script calls run through scriptCaller. A
+// script may touch only the keys it declares: they are what the run holds.
+
+const errUndeclared = "ERR Script attempted to access a key it did not declare in KEYS (pgcache runs a script atomically over its declared keys)"
+
+// newScripts is the server's scripting engine.
+func newScripts(log *zap.Logger) *script.Engine {
+	slog := log.Named("script")
+	return script.New(script.Options{
+		Version: redisVersion,
+		Log: func(level script.LogLevel, msg string) {
+			switch level {
+			case script.LogWarning:
+				slog.Warn(msg)
+			case script.LogNotice:
+				slog.Info(msg)
+			default:
+				slog.Debug(msg)
+			}
+		},
+	})
+}
+
+// setBusyThreshold is busy-reply-threshold (lua-time-limit): how long a
+// script runs before SCRIPT KILL may stop it and clients that need its
+// keys are answered -BUSY.
+func (s *Server) setBusyThreshold(d time.Duration) {
+	s.scripts.SetBusyThreshold(d)
+	backends.BusyThreshold.Store(int64(d))
+}
+
+// scriptKeys are the keys an EVAL or FCALL declares, for EXEC's routing.
+func scriptKeys(args [][]byte) ([][]byte, string) {
+	keys, bad := script.Keys(args)
+	if bad.IsError() {
+		return nil, string(bad.Str)
+	}
+	return keys, ""
+}
+
+// EVAL script numkeys [key [key ...]] [arg [arg ...]]
+// EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]
+// EVAL_RO, EVALSHA_RO: the same, refusing writes
+func cmdEval(c *conn, args [][]byte) { c.runScript(args, c.s.scripts.Eval) }
+
+// FCALL function numkeys [key [key ...]] [arg [arg ...]]
+// FCALL_RO: the same, refusing writes
+func cmdFCall(c *conn, args [][]byte) { c.runScript(args, c.s.scripts.FCall) }
+
+// runScript runs a script as one atomic run of its keys' route.
+func (c *conn) runScript(args [][]byte, run func(script.Caller, [][]byte) script.Value) {
+	if _, bad := scriptKeys(args); bad != "" {
+		c.writeError(bad)
+		return
+	}
+	body := func() bool {
+		v := run(&scriptCaller{c: c}, args)
+		c.out = script.AppendReply(c.out, v, c.proto)
+		return true
+	}
+	c.holdOutput++ // the script's calls swap c.out: nothing may drain it
+	defer func() { c.holdOutput-- }()
+	if c.held != nil { // inside EXEC: the run holds the route already
+		body()
+		return
+	}
+	r, stored, bad := c.routeOf([]queued{{cmd: commands["eval"], args: args}})
+	if bad != "" {
+		c.writeError(bad)
+		return
+	}
+	c.atomically(r, stored, body)
+}
+
+// SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP ...
+func cmdScript(c *conn, args [][]byte) {
+	c.out = script.AppendReply(c.out, c.s.scripts.Script(args), c.proto)
+}
+
+// FUNCTION LOAD|LIST|DELETE|FLUSH|DUMP|RESTORE|STATS|KILL|HELP ...
+func cmdFunction(c *conn, args [][]byte) {
+	c.out = script.AppendReply(c.out, c.s.scripts.Function(args), c.proto)
+}
+
+// scriptCaller runs the commands a script calls: each through its handler,
+// into a buffer of its own, whose reply is parsed back for the script.
+type scriptCaller struct {
+	c   *conn
+	buf []byte
+}
+
+func (sc *scriptCaller) Call(run *script.Run, args [][]byte) script.Value {
+	c := sc.c
+	cmd := lookup(commands, args[0])
+	switch {
+	case cmd == nil:
+		return script.Error(script.ErrUnknownCommand)
+	case cmd.noScript:
+		return script.Error(script.ErrNotAllowed)
+	}
+	if cmd.subs != nil && len(args) > 1 {
+		if sub := lookup(cmd.subs, args[1]); sub != nil {
+			cmd = sub
+		}
+	}
+	switch {
+	case !cmd.arityOK(len(args)):
+		return script.Error(script.ErrWrongArity)
+	case cmd.noScript:
+		return script.Error(script.ErrNotAllowed)
+	case run.ReadOnly && cmd.kind == kindWrite:
+		return script.Error(script.ErrWriteReadOnly)
+	}
+	keys, bad := keysOf(cmd, args)
+	if bad != "" {
+		return script.Error(bad)
+	}
+	for _, k := range keys {
+		if !declared(run.Keys, k) {
+			return script.Error(errUndeclared)
+		}
+	}
+	out, off, proto := c.out, c.outOff, c.proto
+	c.out, c.outOff, c.proto = sc.buf[:0], 0, run.Resp()
+	cmd.fn(c, args)
+	reply := c.out
+	sc.buf = reply[:0]
+	c.out, c.outOff, c.proto = out, off, proto
+	if cmd.kind == kindWrite {
+		run.MarkWrite()
+	}
+	v, _, err := script.ParseReply(reply)
+	if err != nil {
+		return script.Error("ERR " + err.Error())
+	}
+	return v
+}
+
+func declared(keys [][]byte, k []byte) bool {
+	for _, d := range keys {
+		if bytes.Equal(d, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// busyReply is -BUSY, naming the command that stops what runs.
+func (c *conn) busyReply() string {
+	for _, r := range c.s.scripts.Running() {
+		if r.Busy && r.Function {
+			return script.ErrBusyFunction
+		}
+	}
+	return script.ErrBusyEval
+}
