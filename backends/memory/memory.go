@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/cursor"
 	"github.com/pgcache/pgcache/internal/decode"
 	"github.com/pgcache/pgcache/internal/sweep"
 )
@@ -79,15 +80,19 @@ type routeCache struct {
 	c     *cache
 	sweep *sweep.Sweeper[*item]
 	refs  int // open Stores: a reload opens the new before it closes the old
+	// The route's scans and copies outlive a reload, as its keys do.
+	cursors *cursor.Table[*scan]
+	moves   sync.Mutex
 }
 
 func newRouteCache(maxBytes int64, clock otter.Clock) *routeCache {
 	c := newCache(maxBytes, clock)
-	return &routeCache{c: c, sweep: sweep.Start(c, func(it *item) int64 { return it.exp })}
+	return &routeCache{c: c, sweep: sweep.Start(c, func(it *item) int64 { return it.exp }), cursors: newCursors()}
 }
 
 // drop empties and stops the cache.
 func (rc *routeCache) drop() {
+	rc.cursors.Close()
 	rc.sweep.Stop()
 	rc.c.InvalidateAll()
 	rc.c.StopAllGoroutines()
@@ -138,7 +143,8 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 		d.rebalanceLocked()
 	}
 	rc.refs++
-	return &Store{c: rc.c, sweep: rc.sweep, release: func() { d.release(spec.Name, rc) }}, nil
+	return &Store{c: rc.c, sweep: rc.sweep, cursors: rc.cursors, moves: &rc.moves,
+		release: func() { d.release(spec.Name, rc) }}, nil
 }
 
 // release drops a route's cache when its last Store closes.
