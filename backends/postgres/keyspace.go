@@ -26,7 +26,7 @@ type keyspace struct {
 }
 
 type keyspaceSQL struct {
-	scanFirst, scanAfter, scanFrom string
+	scanFirst, scanAfter, scanFrom  string
 	flush, copy, expireTime, random string
 }
 
