@@ -166,9 +166,10 @@ func testScanUnderWrites(t *testing.T, b backends.Backend) {
 			writes.Add(1)
 		}
 	}()
+	stopWriter := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopWriter() // also when the scan fails the test
 	got := scanAll(t, b, glob.Escape(prefix)+"*", 7)
-	close(stop)
-	wg.Wait()
+	stopWriter()
 	for _, k := range stable {
 		if got[k] == 0 {
 			t.Fatalf("%s, present all along, was not returned (%d writes during the scan)", k, writes.Load())
