@@ -26,7 +26,9 @@ type Scanner interface {
 	// end is returned at least once; a key may be returned more than once,
 	// and a key written or deleted during the scan may or may not be. next
 	// is at most MaxCursor. A cursor the store does not know (made up, or
-	// forgotten: see package cursor) starts the scan over.
+	// forgotten: see package cursor) is no error, and a scan from it ends;
+	// which keys it returns is the store's to say, as it is Redis's (the
+	// memory and PostgreSQL stores start over).
 	Scan(ctx context.Context, cursor uint64, match string, count int) (next uint64, keys []string, err error)
 }
 

@@ -103,8 +103,9 @@ func testScan(t *testing.T, b backends.Backend) {
 	}
 }
 
-// A cursor the store never gave starts the scan over: the scan still ends
-// and returns every key.
+// A cursor the store never gave is no error, and the scan from it ends.
+// Which keys it returns is the store's to say (Redis's is undefined; the
+// memory and PostgreSQL stores start over).
 func testScanUnknownCursor(t *testing.T, b backends.Backend) {
 	prefix := key(t, "")
 	for i := range 5 {
@@ -112,21 +113,15 @@ func testScanUnknownCursor(t *testing.T, b backends.Backend) {
 	}
 	sc := capability[backends.Scanner](t, b)
 	match := glob.Escape(prefix) + "*"
-	got := map[string]bool{}
-	cur := uint64(123456789)
-	for range 10_000 {
-		next, keys, err := sc.Scan(ctx(t), cur, match, 2)
-		noErr(t, err)
-		for _, k := range keys {
-			got[k] = true
+	for _, cur := range []uint64{123456789, 1<<52 + 12345, backends.MaxCursor} {
+		for pages := 0; cur != 0; pages++ {
+			if pages > 10_000 {
+				t.Fatal("a scan from an unknown cursor does not end")
+			}
+			next, _, err := sc.Scan(ctx(t), cur, match, 2)
+			noErr(t, err)
+			cur = next
 		}
-		if next == 0 {
-			break
-		}
-		cur = next
-	}
-	if cur != 0 && len(got) != 5 {
-		t.Fatalf("a scan from an unknown cursor found %d of 5 keys", len(got))
 	}
 }
 
