@@ -138,7 +138,7 @@ func TestKeyspaceAllRouteKinds(t *testing.T) {
 		must(ra.Set(ctx, src, "one", 0).Err())
 		must(ra.PExpireAt(ctx, src, at).Err())
 		must(ra.Set(ctx, dst, "old", 0).Err())
-		shared := prefix != "m:" // memory is each instance's own
+		shared := prefix != "m:"                               // memory is each instance's own
 		if v := rb.Get(ctx, dst).Val(); shared && v != "old" { // in b's L1 now
 			t.Fatalf("GET %s from b = %q", dst, v)
 		}
