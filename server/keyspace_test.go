@@ -138,7 +138,8 @@ func TestKeyspaceAllRouteKinds(t *testing.T) {
 		must(ra.Set(ctx, src, "one", 0).Err())
 		must(ra.PExpireAt(ctx, src, at).Err())
 		must(ra.Set(ctx, dst, "old", 0).Err())
-		shared := prefix != "m:"                               // memory is each instance's own
+		// Memory is each instance's own; the kv table and Valkey are shared.
+		shared := prefix != "m:"
 		if v := rb.Get(ctx, dst).Val(); shared && v != "old" { // in b's L1 now
 			t.Fatalf("GET %s from b = %q", dst, v)
 		}
