@@ -30,3 +30,6 @@ func TestConformance(t *testing.T) {
 type unclosed struct{ backends.Backend }
 
 func (unclosed) Close() error { return nil }
+
+// Unwrap lets backends.As find the tier's capabilities.
+func (u unclosed) Unwrap() backends.Backend { return u.Backend }

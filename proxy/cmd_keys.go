@@ -26,15 +26,22 @@ func cmdExists(c *conn, args [][]byte) {
 }
 
 // EXPIRE key seconds [NX|XX|GT|LT]
-func cmdExpire(c *conn, args [][]byte) { expire(c, args, 1000, "expire") }
+func cmdExpire(c *conn, args [][]byte) { expire(c, args, 1000, "expire", false) }
 
 // PEXPIRE key milliseconds [NX|XX|GT|LT]
-func cmdPExpire(c *conn, args [][]byte) { expire(c, args, 1, "pexpire") }
+func cmdPExpire(c *conn, args [][]byte) { expire(c, args, 1, "pexpire", false) }
 
-// expire is EXPIRE and PEXPIRE, with the checks of Redis 7's
+// EXPIREAT key unix-time-seconds [NX|XX|GT|LT]
+func cmdExpireAt(c *conn, args [][]byte) { expire(c, args, 1000, "expireat", true) }
+
+// PEXPIREAT key unix-time-milliseconds [NX|XX|GT|LT]
+func cmdPExpireAt(c *conn, args [][]byte) { expire(c, args, 1, "pexpireat", true) }
+
+// expire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT (abs: the time is a
+// unix time, not one from now), with the checks of Redis 7's
 // expireGenericCommand in its order: options, the number, its overflow,
 // then the key. A time not in the future deletes the key.
-func expire(c *conn, args [][]byte, msPerUnit int64, name string) {
+func expire(c *conn, args [][]byte, msPerUnit int64, name string, abs bool) {
 	cond, xxLT, bad := parseExpireCond(args[3:])
 	if bad != "" {
 		c.writeError(bad)
@@ -51,7 +58,7 @@ func expire(c *conn, args [][]byte, msPerUnit int64, name string) {
 	}
 	when *= msPerUnit
 	now := time.Now()
-	if when > math.MaxInt64-now.UnixMilli() {
+	if !abs && when > math.MaxInt64-now.UnixMilli() {
 		c.writeError(errExpireTime(name))
 		return
 	}
@@ -74,7 +81,11 @@ func expire(c *conn, args [][]byte, msPerUnit int64, name string) {
 			return
 		}
 	}
-	changed, err := backends.DoExpire(c.s.ctx, r.Backend, k, relTTL(when, now), cond)
+	t := relTTL(when, now)
+	if abs {
+		t = atTTL(max(when, 0)) // any past time deletes; 1970 is one time.Time holds
+	}
+	changed, err := backends.DoExpire(c.s.ctx, r.Backend, k, t, cond)
 	c.writeBool(r, changed, err)
 }
 

@@ -21,7 +21,7 @@ const (
 	errExecAbort    = "EXECABORT Transaction discarded because of previous errors."
 	// Redis Cluster's text for keys that cannot be served together, which
 	// cluster-aware clients understand; here the keys are on two routes.
-	errCrossRoute = "CROSSSLOT Keys in request don't hash to the same slot (pgcache: they are on different routes)"
+	errCrossSlot = "CROSSSLOT Keys in request don't hash to the same slot (pgcache: they are on different routes)"
 )
 
 // tx is a connection's transaction state.
@@ -184,7 +184,7 @@ func (c *conn) routeOf(reqs []queued) (r *route.Route, keys []string, bad string
 			case rk == nil:
 				return nil, nil, errNoRoute(k)
 			case r != nil && rk != r:
-				return nil, nil, errCrossRoute
+				return nil, nil, errCrossSlot
 			}
 			r = rk
 			keys = append(keys, stored)

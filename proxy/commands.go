@@ -18,6 +18,7 @@ var (
 	oneKey   = keySpec{1, 1, 1}
 	allKeys  = keySpec{1, -1, 1}
 	pairKeys = keySpec{1, -1, 2} // MSET key value [key value ...]
+	twoKeys  = keySpec{1, 2, 1}  // RENAME key newkey
 )
 
 type handler func(c *conn, args [][]byte)
@@ -100,6 +101,22 @@ func init() {
 		{name: "ttl", fn: cmdTTL, kind: kindRead, arity: 2, keys: oneKey},
 		{name: "pttl", fn: cmdPTTL, kind: kindRead, arity: 2, keys: oneKey},
 		{name: "persist", fn: cmdPersist, kind: kindWrite, arity: 2, keys: oneKey},
+		{name: "expireat", fn: cmdExpireAt, kind: kindWrite, arity: -3, keys: oneKey},
+		{name: "pexpireat", fn: cmdPExpireAt, kind: kindWrite, arity: -3, keys: oneKey},
+
+		// cmd_keyspace.go
+		{name: "expiretime", fn: cmdExpireTime, kind: kindRead, arity: 2, keys: oneKey},
+		{name: "pexpiretime", fn: cmdPExpireTime, kind: kindRead, arity: 2, keys: oneKey},
+		{name: "type", fn: cmdType, kind: kindRead, arity: 2, keys: oneKey},
+		{name: "touch", fn: cmdTouch, kind: kindRead, arity: -2, keys: allKeys},
+		{name: "rename", fn: cmdRename, kind: kindWrite, arity: 3, keys: twoKeys},
+		{name: "renamenx", fn: cmdRenameNX, kind: kindWrite, arity: 3, keys: twoKeys},
+		{name: "copy", fn: cmdCopy, kind: kindWrite, arity: -3, keys: twoKeys},
+		{name: "scan", fn: cmdScan, kind: kindRead, arity: -2},
+		{name: "keys", fn: cmdKeys, kind: kindRead, arity: 2},
+		{name: "randomkey", fn: cmdRandomKey, kind: kindRead, arity: 1},
+		{name: "flushdb", fn: cmdFlushDB, kind: kindWrite, arity: -1},
+		{name: "flushall", fn: cmdFlushAll, kind: kindWrite, arity: -1},
 
 		// cmd_multi.go
 		{name: "multi", fn: cmdMulti, kind: kindAdmin, arity: 1, noQueue: true},

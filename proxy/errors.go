@@ -28,6 +28,11 @@ const (
 	errExpireGTLT      = "ERR GT and LT options at the same time are not compatible"
 	errAuthNoPassword  = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 	errMaxClients      = "ERR max number of clients reached"
+	errNoSuchKey       = "ERR no such key"
+	errSameObject      = "ERR source and destination objects are the same"
+	errInvalidCursor   = "ERR invalid cursor"
+	errNotInt32        = "ERR value is out of range, value must between -2147483648 and 2147483647"
+	errCrossRoute      = "ERR source and destination keys are on different pgcache routes"
 	maxQuotedArgLength = 128 // Redis quotes at most this much of a client's input in an error
 )
 

@@ -163,7 +163,9 @@ func TestBusyScript(t *testing.T) {
 		t.Fatalf("SCRIPT KILL with nothing running = %q", got)
 	}
 	done := make(chan string, 1)
-	go func() { done <- looping.do("EVAL", "local n = redis.call('get', KEYS[1]); while true do end", "1", "busykey") }()
+	go func() {
+		done <- looping.do("EVAL", "local n = redis.call('get', KEYS[1]); while true do end", "1", "busykey")
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		got := other.do("GET", "busykey")

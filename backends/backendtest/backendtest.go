@@ -27,6 +27,7 @@ import (
 // GETDEL or INCRBY natively would otherwise never run its generic path.
 func Run(t *testing.T, open func(t *testing.T) backends.Backend) {
 	run(t, open)
+	t.Run("Keyspace", func(t *testing.T) { runKeyspace(t, open) })
 	t.Run("Generic", func(t *testing.T) {
 		run(t, func(t *testing.T) backends.Backend { return genericOnly{open(t)} })
 	})

@@ -144,7 +144,7 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 			st.mu.Unlock()
 		}
 	}()
-	return fn(&Store{c: s.c, sweep: s.sweep})
+	return fn(&Store{c: s.c, sweep: s.sweep, cursors: s.cursors, moves: s.moves})
 }
 
 var _ backends.Atomic = (*Store)(nil)

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/cursor"
 	"github.com/pgcache/pgcache/internal/decode"
 	"github.com/pgcache/pgcache/internal/sweep"
 )
@@ -80,15 +81,20 @@ type routeCache struct {
 	sweep *sweep.Sweeper[*item]
 	locks *keyLocks // atomic runs against plain commands, see atomic.go
 	refs  int       // open Stores: a reload opens the new before it closes the old
+	// The route's scans and copies outlive a reload, as its keys do.
+	cursors *cursor.Table[*scan]
+	moves   sync.Mutex
 }
 
 func newRouteCache(maxBytes int64, clock otter.Clock) *routeCache {
 	c := newCache(maxBytes, clock)
-	return &routeCache{c: c, sweep: sweep.Start(c, func(it *item) int64 { return it.exp }), locks: newKeyLocks()}
+	return &routeCache{c: c, sweep: sweep.Start(c, func(it *item) int64 { return it.exp }),
+		locks: newKeyLocks(), cursors: newCursors()}
 }
 
 // drop empties and stops the cache.
 func (rc *routeCache) drop() {
+	rc.cursors.Close()
 	rc.sweep.Stop()
 	rc.c.InvalidateAll()
 	rc.c.StopAllGoroutines()
@@ -139,7 +145,8 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 		d.rebalanceLocked()
 	}
 	rc.refs++
-	return &Store{c: rc.c, sweep: rc.sweep, locks: rc.locks, release: func() { d.release(spec.Name, rc) }}, nil
+	return &Store{c: rc.c, sweep: rc.sweep, locks: rc.locks, cursors: rc.cursors, moves: &rc.moves,
+		release: func() { d.release(spec.Name, rc) }}, nil
 }
 
 // release drops a route's cache when its last Store closes.

@@ -9,6 +9,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/cursor"
 	"github.com/pgcache/pgcache/internal/otterread"
 	"github.com/pgcache/pgcache/internal/sweep"
 )
@@ -23,6 +24,8 @@ type Store struct {
 	c       *cache
 	sweep   *sweep.Sweeper[*item] // told of every item written with a deadline
 	locks   *keyLocks             // nil inside an atomic run (see atomic.go)
+	cursors *cursor.Table[*scan]  // the route's scans under way (keyspace.go)
+	moves   *sync.Mutex           // serialises the route's copies (keyspace.go)
 	release func()
 	closed  sync.Once
 }

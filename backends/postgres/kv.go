@@ -36,6 +36,8 @@ type KV struct {
 	gets    coalescer[string, []byte]            // nil: absent
 	getTTLs coalescer[string, backends.Expiring] // a nil Val: absent
 	sets    coalescer[setRow, struct{}]
+
+	keyspace keyspace // SCAN, flushes, copies (keyspace.go)
 }
 
 // openKV checks a kv route's options and builds its store; its table is

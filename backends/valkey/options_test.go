@@ -63,3 +63,17 @@ func TestPipelineMultiplex(t *testing.T) {
 		}
 	}
 }
+
+// The slots Redis Cluster's specification gives as examples.
+func TestSlot(t *testing.T) {
+	for key, want := range map[string]uint16{
+		"123456789":            0x31c3 & 16383, // CRC16/XMODEM's check value
+		"foo":                  12182,
+		"{user1000}.following": slot("user1000"),
+		"foo{}{bar}":           slot("foo{}{bar}"),
+	} {
+		if got := slot(key); got != want {
+			t.Errorf("slot(%q) = %d, want %d", key, got, want)
+		}
+	}
+}

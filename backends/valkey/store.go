@@ -26,6 +26,7 @@ type Store struct {
 	route  string
 	prefix string
 	once   sync.Once
+	ks     keyspaceState // scan cursors (keyspace.go)
 }
 
 func (s *Store) key(k string) string {

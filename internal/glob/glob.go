@@ -40,6 +40,7 @@ const maxStarRuns = 1000
 // Pattern is a compiled pattern. It is immutable and safe for concurrent
 // use.
 type Pattern struct {
+	src       string
 	tokens    []token
 	nocase    bool
 	all       bool // the pattern is exactly "*"
@@ -63,7 +64,7 @@ type token struct {
 
 // Compile parses pattern. Every byte string is a valid pattern.
 func Compile(pattern string, nocase bool) *Pattern {
-	p := &Pattern{nocase: nocase, all: pattern == "*"}
+	p := &Pattern{src: pattern, nocase: nocase, all: pattern == "*"}
 	runs := 0
 	for i := 0; i < len(pattern); i++ {
 		switch c := pattern[i]; c {
@@ -205,6 +206,9 @@ func lowerInt(c int) int {
 // and SCAN MATCH do not match at all: they take every key, the empty one
 // included (Match("*", "") is false, as in Redis's matcher).
 func (p *Pattern) MatchesAll() bool { return p.all }
+
+// String is the pattern as given to Compile.
+func (p *Pattern) String() string { return p.src }
 
 // Match reports whether s matches the pattern.
 func (p *Pattern) Match(s string) bool { return match(p, s) }
