@@ -20,10 +20,6 @@ import (
 	"github.com/pgcache/pgcache/internal/auth"
 )
 
-// DefaultAdminAddr is where the admin API listens by default: loopback
-// only, on Caddy's admin port.
-const DefaultAdminAddr = "127.0.0.1:2019"
-
 // Limits of the admin server. It serves an operator and a scraper on
 // loopback, so fixed values do; the write timeout outlasts pprof's default
 // 30s CPU profile (a longer one is refused by pprof itself).
