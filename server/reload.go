@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +25,8 @@ import (
 // anywhere before the swap is refused with the reason, and the running one
 // goes on serving as if nothing happened.
 //
-// What cannot change without a restart is refused by name (fixed).
+// Only the settings declared reloadable change (settings.go); a change to
+// any other is refused by name (fixed).
 
 // buildTimeout bounds building a new config: opening routes on a new
 // database, preparing the tables of new L1 routes. Waiting for the old
@@ -163,47 +162,6 @@ func (s *Server) reloaded(err error, origin string) {
 	s.reloads.last.SetToCurrentTime()
 	cfg := s.Config()
 	s.log.Info("config reloaded", zap.String("from", origin), zap.Int("backends", len(cfg.Backends)), zap.Int("routes", len(cfg.Routes)))
-}
-
-// fixed refuses changes to what a running pgcache cannot change: its
-// listeners (addresses, TLS on or off), the logger, and the HTTP limits
-// fasthttp reads while it serves. Everything else reloads: backends,
-// routes, auth, certificate files, RESP limits, shutdown_timeout,
-// insecure.
-func fixed(old, cfg *conf.Config) error {
-	var errs conf.Errors
-	same := func(field string, a, b any) {
-		if fmt.Sprint(a) != fmt.Sprint(b) {
-			errs = append(errs, fmt.Sprintf("config reload not supported for %s (%q -> %q): restart pgcache", field, fmt.Sprint(a), fmt.Sprint(b)))
-		}
-	}
-	same("listen.resp", old.Listen.RESP, cfg.Listen.RESP)
-	same("listen.http", old.Listen.HTTP, cfg.Listen.HTTP)
-	same("listen.admin", old.Listen.Admin, cfg.Listen.Admin)
-	same("listen.resp_unix", old.Listen.RESPUnix, cfg.Listen.RESPUnix)
-	if cfg.Listen.RESPUnix != "" {
-		same("listen.resp_unix_mode", old.Listen.RESPUnixMode, cfg.Listen.RESPUnixMode)
-	}
-	same("log.level", old.Log.Level, cfg.Log.Level)
-	same("log.format", old.Log.Format, cfg.Log.Format)
-	same("http.max_body_bytes", old.HTTP.MaxBodyBytes, cfg.HTTP.MaxBodyBytes)
-	same("http.read_timeout", old.HTTP.ReadTimeout, cfg.HTTP.ReadTimeout)
-	same("http.write_timeout", old.HTTP.WriteTimeout, cfg.HTTP.WriteTimeout)
-	same("http.idle_timeout", old.HTTP.IdleTimeout, cfg.HTTP.IdleTimeout)
-	same("http.max_conns", old.HTTP.MaxConns, cfg.HTTP.MaxConns)
-	same("http.max_header_bytes", old.HTTP.MaxHeaderBytes, cfg.HTTP.MaxHeaderBytes)
-	// A listener is TLS or not for its life; the certificate behind it is
-	// what reloads.
-	if old.TLS.On() != cfg.TLS.On() {
-		same("tls.cert_file", old.TLS.CertFile, cfg.TLS.CertFile)
-	}
-	if !slices.Equal(old.TLS.Fronts, cfg.TLS.Fronts) {
-		same("tls.fronts", old.TLS.Fronts, cfg.TLS.Fronts)
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	return nil
 }
 
 // newUsers is the credentials of cfg, nil when auth is off.
