@@ -27,7 +27,6 @@ type RouteSpec struct {
 	Durability  string // unlogged | async | standard (postgres)
 	KeyType     string // text | uuid | bigint (postgres kv)
 	SourceTable string // schema.table of an existing table (postgres table rows)
-	Attach      string // "" | auto: install fence triggers on source_table
 }
 
 // Factory builds a driver from its options: the backend's entry of the

@@ -167,7 +167,7 @@ func (d *Driver) rebalanceLocked() {
 func refuse(spec backends.RouteSpec) error {
 	for field, v := range map[string]string{
 		"table": spec.Table, "durability": spec.Durability, "key_type": spec.KeyType,
-		"source_table": spec.SourceTable, "attach": spec.Attach,
+		"source_table": spec.SourceTable,
 	} {
 		if v != "" {
 			return &backends.SpecError{Field: field, Value: v, Reason: "the memory backend has no tables"}

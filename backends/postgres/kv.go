@@ -61,9 +61,6 @@ func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
 	if !ok {
 		return nil, &backends.SpecError{Field: "key_type", Value: spec.KeyType, Reason: "must be text, uuid or bigint"}
 	}
-	if err := checkAttach(spec.Attach); err != nil {
-		return nil, err
-	}
 	pool, err := d.poolFor(durability)
 	if err != nil {
 		return nil, err
@@ -80,15 +77,6 @@ func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
 		s.sweeper = startSweeper(s, iv)
 	}
 	return s, nil
-}
-
-// checkAttach accepts the attach option; the coherence layer installs the
-// triggers, not the backend.
-func checkAttach(v string) error {
-	if v != "" && v != "auto" {
-		return &backends.SpecError{Field: "attach", Value: v, Reason: `must be "" or "auto"`}
-	}
-	return nil
 }
 
 // Durability is the route's durability: unlogged, async or standard.

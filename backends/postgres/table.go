@@ -53,9 +53,6 @@ func (d *Driver) openTable(spec backends.RouteSpec) (*Table, error) {
 		return nil, &backends.SpecError{Field: "durability", Value: spec.Durability,
 			Reason: "a table route writes an existing table: standard or async (durability unlogged is a kv table's)"}
 	}
-	if err := checkAttach(spec.Attach); err != nil {
-		return nil, err
-	}
 	pool, err := d.poolFor(spec.Durability)
 	if err != nil {
 		return nil, err

@@ -198,7 +198,7 @@ func (d *Driver) release(route string) {
 func refuse(spec backends.RouteSpec) error {
 	for field, v := range map[string]string{
 		"table": spec.Table, "durability": spec.Durability, "key_type": spec.KeyType,
-		"source_table": spec.SourceTable, "attach": spec.Attach,
+		"source_table": spec.SourceTable,
 	} {
 		if v != "" {
 			return &backends.SpecError{Field: field, Value: v, Reason: "the valkey backend has no tables"}
