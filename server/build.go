@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -244,7 +245,7 @@ func readiness(ctx context.Context, drivers map[string]backends.Driver) []string
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = errors.New("no answer in time")
 			}
-			reasons = append(reasons, fmt.Sprintf("backend %s: %v", n, err))
+			reasons = append(reasons, reason(n, err))
 		}
 	}
 	return reasons
@@ -264,6 +265,13 @@ func CheckBackends(ctx context.Context, cfg *conf.Config, log *zap.Logger) error
 	}
 	closeDrivers(drivers, log)
 	return nil
+}
+
+// reason is one line of /readyz: the backend, named once (drivers do not
+// name themselves), and the error on one line: a driver's errors may carry
+// newlines and tabs (pgx lists the addresses it tried on lines of their own).
+func reason(backend string, err error) string {
+	return "backend " + backend + ": " + strings.Join(strings.Fields(err.Error()), " ")
 }
 
 func sortedNames[V any](m map[string]V) []string {

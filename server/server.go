@@ -197,7 +197,7 @@ func (s *Server) ready(ctx context.Context) []string {
 	reasons := readiness(ctx, g.drivers)
 	for _, name := range sortedNames(g.l1) {
 		if err := g.l1[name].Check(ctx); err != nil {
-			reasons = append(reasons, err.Error())
+			reasons = append(reasons, reason(name, err))
 		}
 	}
 	return reasons

@@ -92,11 +92,11 @@ func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("backend %s: %w", name, err)
+		return nil, err
 	}
 	d := &Driver{
 		name:     name,
-		log:      log.Named("postgres").With(zap.String("backend", name)),
+		log:      log.Named("postgres"), // the caller names the backend (backends.Factory)
 		opts:     o,
 		database: databaseOf(cfg),
 		pool:     pool,
@@ -139,7 +139,7 @@ func (d *Driver) poolFor(durability string) (*pgxpool.Pool, error) {
 	if d.async == nil {
 		p, err := pgxpool.NewWithConfig(context.Background(), d.asyncCfg)
 		if err != nil {
-			return nil, fmt.Errorf("backend %s: async pool: %w", d.name, err)
+			return nil, fmt.Errorf("async pool: %w", err)
 		}
 		d.async = p
 	}
@@ -209,14 +209,14 @@ func (d *Driver) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(d.opts.CommandTimeout))
 	defer cancel()
 	if err := d.pool.Ping(ctx); err != nil {
-		return opError(ctx, "backend "+d.name, "ping", err)
+		return opError(ctx, "database "+d.database, "ping", err)
 	}
 	d.mu.Lock()
 	async := d.async
 	d.mu.Unlock()
 	if async != nil {
 		if err := async.Ping(ctx); err != nil {
-			return opError(ctx, "backend "+d.name, "ping async pool", err)
+			return opError(ctx, "database "+d.database, "ping async pool", err)
 		}
 	}
 	for _, s := range d.openStores() {

@@ -72,7 +72,7 @@ func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
 		opts:    o,
 		timeout: time.Duration(o.CommandTimeout),
 		bound:   bound.New(time.Duration(o.CommandTimeout)),
-		log:     log.Named("valkey").With(zap.String("backend", name)),
+		log:     log.Named("valkey"), // the caller names the backend (backends.Factory)
 		tried:   make(chan struct{}),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -171,7 +171,7 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, fmt.Errorf("backend %s: open: %w", d.name, errClosed)
+		return nil, fmt.Errorf("open: %w", errClosed)
 	}
 	prefix := spec.Name + ":"
 	if d.opts.RawKeys {
