@@ -28,7 +28,10 @@ const DefaultMaxBytes = 256 << 20
 // slipping past max_bytes.
 const entryOverhead = 96
 
-func init() { backends.Register(TypeName, New) }
+func init() {
+	backends.Register(TypeName, New)
+	backends.RegisterRouteCheck(TypeName, checkRoutes)
+}
 
 // Options are the memory backend's config.
 type Options struct {
@@ -164,6 +167,16 @@ func (d *Driver) rebalanceLocked() {
 	}
 }
 
+// checkRoutes refuses the table options, which only postgres has
+// (backends.RouteCheck).
+func checkRoutes(_ map[string]any, specs []backends.RouteSpec) []error {
+	errs := make([]error, len(specs))
+	for i, s := range specs {
+		errs[i] = refuse(s)
+	}
+	return errs
+}
+
 func refuse(spec backends.RouteSpec) error {
 	for field, v := range map[string]string{
 		"table": spec.Table, "durability": spec.Durability, "key_type": spec.KeyType,
@@ -213,4 +226,5 @@ func (d *Driver) Info(context.Context) [][2]string {
 var (
 	_ backends.Driver      = (*Driver)(nil)
 	_ backends.InfoSection = (*Driver)(nil)
+	_ backends.RouteCheck  = checkRoutes
 )

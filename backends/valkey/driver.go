@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/bound"
+	"github.com/pgcache/pgcache/internal/decode"
 )
 
 // Connecting in the background: the first attempt at once, then with a
@@ -178,8 +179,7 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 		prefix = ""
 		for other, n := range d.routes {
 			if other != spec.Name && n > 0 {
-				return nil, &backends.SpecError{Field: "backend", Value: d.name,
-					Reason: fmt.Sprintf("raw_keys: the backend's keys belong to route %q already", other)}
+				return nil, rawKeysTaken(other)
 			}
 		}
 	}
@@ -193,6 +193,26 @@ func (d *Driver) release(route string) {
 	if d.routes[route]--; d.routes[route] <= 0 {
 		delete(d.routes, route)
 	}
+}
+
+// checkRoutes refuses the table options, which only postgres has, and a
+// second route on a raw_keys backend (backends.RouteCheck).
+func checkRoutes(options map[string]any, specs []backends.RouteSpec) []error {
+	var o Options
+	raw := decode.Strict(options, &o) == nil && o.RawKeys // bad options: New says why
+	errs := make([]error, len(specs))
+	for i, s := range specs {
+		errs[i] = refuse(s)
+		if errs[i] == nil && raw && i > 0 {
+			errs[i] = rawKeysTaken(specs[0].Name)
+		}
+	}
+	return errs
+}
+
+func rawKeysTaken(route string) error {
+	return &backends.SpecError{Field: "backend",
+		Reason: fmt.Sprintf("raw_keys: the backend's keys belong to route %q already", route)}
 }
 
 func refuse(spec backends.RouteSpec) error {
@@ -244,4 +264,5 @@ var (
 	_ backends.Checker     = (*Driver)(nil)
 	_ backends.InfoSection = (*Driver)(nil)
 	_ backends.Collector   = (*Driver)(nil)
+	_ backends.RouteCheck  = checkRoutes
 )
