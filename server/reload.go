@@ -15,9 +15,11 @@ import (
 )
 
 // Live reload: build new, swap, stop old (caddy's Load, nats-server's
-// reload.go). A reload validates the new config and builds everything it
-// describes next to what is serving, reusing what did not change (see
-// build). Only then, when nothing can fail any more, does it swap: limits,
+// reload.go). A reload checks the new config as `pgcache validate` does
+// (every reason at once), has each backend that is new or whose options
+// changed reach its store within its own timeouts (a PostgreSQL or Valkey
+// it cannot reach refuses the config), and builds everything it describes
+// next to what is serving, reusing what did not change (see build). Only then, when nothing can fail any more, does it swap: limits,
 // credentials and certificates are replaced, the route table is swapped
 // in one atomic store, and once the requests holding the old table have
 // finished, whatever the new generation did not keep is closed. Listeners
@@ -63,7 +65,9 @@ func (s *Server) reloadFrom(ctx context.Context, src conf.Source) error {
 	if src.Bytes == nil {
 		origin = "file"
 	}
-	cfg, err := conf.Load(src)
+	// Decoded only: reload validates it with everything else it checks
+	// (prepare), so every reason comes back at once.
+	cfg, err := conf.Decode(src)
 	if err == nil {
 		err = s.reload(ctx, cfg)
 	}
@@ -71,8 +75,8 @@ func (s *Server) reloadFrom(ctx context.Context, src conf.Source) error {
 	return err
 }
 
-// Reload replaces the running config with cfg, already loaded and
-// validated. It returns once the old routes are closed, or with the reason
+// Reload replaces the running config with cfg, decoded (conf.Decode) or
+// loaded. It returns once the old routes are closed, or with the reason
 // cfg was refused.
 func (s *Server) Reload(ctx context.Context, cfg *conf.Config) error {
 	err := s.reload(ctx, cfg)
@@ -88,16 +92,12 @@ func (s *Server) reload(ctx context.Context, cfg *conf.Config) error {
 	}
 	prev := s.gen.Load()
 	if err := fixed(prev.cfg, cfg); err != nil {
-		return err
+		return s.alsoWrong(ctx, cfg, prev, err.(conf.Errors))
 	}
 	// Certificates are read again even when their paths are unchanged:
 	// renewing them in place and sending SIGHUP is how they are rotated.
-	tlsCfg, err := loadCerts(cfg)
-	if err != nil {
-		return err
-	}
 	buildCtx, cancelBuild := context.WithTimeout(ctx, buildTimeout)
-	next, table, err := build(buildCtx, cfg, prev, s.metrics, s.log)
+	next, table, tlsCfg, err := build(buildCtx, cfg, prev, true, s.metrics, s.log)
 	cancelBuild()
 	if err != nil {
 		return err
@@ -125,6 +125,18 @@ func (s *Server) reload(ctx context.Context, cfg *conf.Config) error {
 	}
 	s.retire(prev, next)
 	return nil
+}
+
+// alsoWrong adds to the settings a reload cannot change whatever else is
+// wrong with cfg, so one attempt tells everything; it builds nothing that
+// stays.
+func (s *Server) alsoWrong(ctx context.Context, cfg *conf.Config, prev *generation, errs conf.Errors) error {
+	p, err := prepare(ctx, cfg, prev, s.log)
+	if err != nil {
+		return append(err.(conf.Errors), errs...)
+	}
+	p.closeNotIn(prev, s.log)
+	return errs
 }
 
 // retire closes what prev held and next does not: routes first, then the
