@@ -159,6 +159,7 @@ func (g *generation) buildTable(ctx context.Context, prev *generation, kept func
 			r.Prefixes = append(r.Prefixes, *rc.Prefix)
 		}
 		if rc.SourceTable != "" {
+			r.Canon = canonOf(b)
 			cp, ok := d.(crudPrefixer)
 			if !ok {
 				return fail(fmt.Errorf("routes[%d] (%s): backend %s cannot serve source_table", i, rc.Name, rc.Backend))
@@ -175,6 +176,27 @@ func (g *generation) buildTable(ctx context.Context, prev *generation, kept func
 		return fail(err)
 	}
 	return t, nil
+}
+
+// canonicalizer is a table route's store: it names each row by one key
+// spelling (postgres.Table.CanonicalKey).
+type canonicalizer interface {
+	CanonicalKey(key string) string
+}
+
+// canonOf returns the key canonicalizer of b or of the store under its L1
+// tier, nil if it has none.
+func canonOf(b backends.Backend) func(string) string {
+	for {
+		if c, ok := b.(canonicalizer); ok {
+			return c.CanonicalKey
+		}
+		u, ok := b.(interface{ Unwrap() backends.Backend })
+		if !ok {
+			return nil
+		}
+		b = u.Unwrap()
+	}
 }
 
 // open returns the backend of one route: prev's, when the route and its
