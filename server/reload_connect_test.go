@@ -24,7 +24,7 @@ func closedPort(t *testing.T) string {
 // A reload whose PostgreSQL cannot be reached is refused with the reason,
 // before anything is swapped: the running config goes on serving, its
 // PostgreSQL route included. That holds for a backend whose options change
-// (a new DSN) and for a new one.
+// (a new DSN) and for a new one, PostgreSQL or Valkey.
 func TestReloadToUnreachablePostgresIsRefused(t *testing.T) {
 	ctx := context.Background()
 	cfg := func(dsn, extra string) string {
@@ -50,6 +50,8 @@ routes:
 		{"changed backend", cfg(down, ""), "backends.pg: cannot serve: "},
 		{"new backend", cfg(pg.DSN(), "  pg2: {type: postgres, dsn: "+fmt.Sprintf("%q", down)+", connect_timeout: 1s}") +
 			"  - {name: other, prefix: \"o:\", backend: pg2, table: rc_kv}\n", "backends.pg2: cannot serve: "},
+		{"new valkey backend", cfg(pg.DSN(), "  vk: {type: valkey, addrs: ["+fmt.Sprintf("%q", closedPort(t))+"]}") +
+			"  - {name: vk, prefix: \"v:\", backend: vk}\n", "backends.vk: cannot serve: "},
 	} {
 		status, body := httpDo(t, "POST", admin+"/load", []byte(tc.body))
 		if status != http.StatusBadRequest || !strings.Contains(string(body), tc.want) {
@@ -68,8 +70,8 @@ routes:
 			t.Errorf("%s: /readyz = %d after the refused reload", tc.name, status)
 		}
 	}
-	if got := metric(t, s, `pgcache_config_reloads_total{result="error"}`); got != "2" {
-		t.Errorf(`reloads_total{result="error"} = %q, want 2`, got)
+	if got := metric(t, s, `pgcache_config_reloads_total{result="error"}`); got != "3" {
+		t.Errorf(`reloads_total{result="error"} = %q, want 3`, got)
 	}
 	// A reachable change is taken: the check does not refuse what works.
 	if status, body := httpDo(t, "POST", admin+"/load", []byte(cfg(pg.DSN()+"&application_name=pgcache2", ""))); status != http.StatusOK {
