@@ -37,6 +37,9 @@ type SpecError struct {
 }
 
 func (e *SpecError) Error() string {
+	if e.Value == "" {
+		return e.Field + ": " + e.Reason
+	}
 	return e.Field + ": " + strconv.Quote(e.Value) + ": " + e.Reason
 }
 

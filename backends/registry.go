@@ -27,13 +27,15 @@ type RouteSpec struct {
 	Durability  string // unlogged | async | standard (postgres)
 	KeyType     string // text | uuid | bigint (postgres kv)
 	SourceTable string // schema.table of an existing table (postgres table rows)
-	Attach      string // "" | auto: install fence triggers on source_table
 }
 
 // Factory builds a driver from its options: the backend's entry of the
 // config without `type`. It decodes them strictly (an unknown option is an
 // error naming it) and should not block on the network: a store that is down
 // at start makes its routes answer ErrUnavailable, not pgcache fail to start.
+// log carries the backend's name already (a "backend" field): the driver
+// adds none of its own, and its errors do not name it either, since whoever
+// reports them does ("backend pg: …").
 type Factory func(ctx context.Context, name string, options map[string]any, log *zap.Logger) (Driver, error)
 
 var (

@@ -3,6 +3,7 @@ package coherence
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 )
 
@@ -90,6 +92,15 @@ func (r *Relay) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if noLogYet(err) {
+			// A fresh database: the listener's first connect creates the
+			// log (Setup), and the relay starts with it. Nothing is wrong.
+			r.log.Debug("fence relay: waiting for the fence log to be created", zap.Error(err))
+			if !sleep(ctx, minBackoff) {
+				return
+			}
+			continue
+		}
 		r.log.Warn("fence relay: reconnecting", zap.Error(err))
 		if time.Since(started) > maxBackoff {
 			backoff = minBackoff
@@ -99,6 +110,13 @@ func (r *Relay) Run(ctx context.Context) {
 		}
 		backoff = min(backoff*2, maxBackoff)
 	}
+}
+
+// noLogYet reports the error of a session that found no fence log: the
+// database has not been set up by pgcache yet.
+func noLogYet(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") // undefined_table, invalid_schema_name
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

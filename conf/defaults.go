@@ -3,12 +3,16 @@ package conf
 import (
 	"time"
 
+	"github.com/pgcache/pgcache/backends/memory"
+	"github.com/pgcache/pgcache/httpapi"
 	"github.com/pgcache/pgcache/internal/decode"
+	"github.com/pgcache/pgcache/proxy"
 )
 
 // Defaults. Every field of Config not set by the file, the environment or a
 // flag takes its value from here (setDefaults), and each field's doc comment
-// names its default.
+// names its default. A limit the RESP or HTTP front also applies to a zero
+// field is that package's own exported default, written once there.
 const (
 	DefaultRESPAddr  = "127.0.0.1:6379"
 	DefaultHTTPAddr  = "127.0.0.1:8080"
@@ -20,35 +24,37 @@ const (
 
 	DefaultShutdownTimeout = 30 * time.Second
 
-	// RESP limits, Redis's own where Redis has one.
-	DefaultMaxClients        = 10000     // Redis maxclients
-	DefaultMaxBulkBytes      = 512 << 20 // Redis proto-max-bulk-len
-	DefaultMaxInlineBytes    = 64 << 10  // Redis PROTO_INLINE_MAX_SIZE
-	DefaultMaxMultibulkLen   = 1 << 20   // Redis: 1024*1024 arguments
-	DefaultMaxQueryBytes     = 1 << 30   // Redis client-query-buffer-limit
-	DefaultOutputBufferLimit = 64 << 20  // bytes of unsent replies before a client is dropped
-	DefaultIdleTimeout       = 0         // Redis timeout 0: idle clients stay
-	DefaultWriteTimeout      = 30 * time.Second
+	// RESP limits: the proxy's defaults (Redis's own where Redis has one).
+	DefaultMaxClients        = proxy.DefaultMaxClients
+	DefaultMaxBulkBytes      = proxy.DefaultMaxBulkBytes
+	DefaultMaxInlineBytes    = proxy.DefaultMaxInlineBytes
+	DefaultMaxMultibulkLen   = proxy.DefaultMaxMultibulkLen
+	DefaultMaxQueryBytes     = proxy.DefaultMaxQueryBytes
+	DefaultOutputBufferLimit = proxy.DefaultOutputBufferLimit
+	// The proxy takes a zero timeout as none, so these two are config's:
+	// Redis's timeout 0 (idle clients stay), and a bound on a client that
+	// does not read its replies.
+	DefaultIdleTimeout  = 0
+	DefaultWriteTimeout = 30 * time.Second
 
-	// HTTP limits. fasthttp's own defaults are unlimited timeouts.
-	DefaultHTTPMaxBodyBytes = 16 << 20
-	DefaultHTTPReadTimeout  = 30 * time.Second
-	DefaultHTTPWriteTimeout = 30 * time.Second
-	DefaultHTTPIdleTimeout  = 120 * time.Second
-	DefaultHTTPMaxConns     = 10000
-	DefaultHTTPMaxHeader    = 8 << 10
+	// HTTP limits: the data API's defaults.
+	DefaultHTTPMaxBodyBytes = httpapi.DefaultMaxBodyBytes
+	DefaultHTTPReadTimeout  = httpapi.DefaultReadTimeout
+	DefaultHTTPWriteTimeout = httpapi.DefaultWriteTimeout
+	DefaultHTTPIdleTimeout  = httpapi.DefaultIdleTimeout
+	DefaultHTTPMaxConns     = httpapi.DefaultMaxConns
+	DefaultHTTPMaxHeader    = httpapi.DefaultReadBufferSize
 
 	// The embedded default: one memory backend and one catch-all route, so
 	// `pgcache run` works on a bare machine.
 	DefaultBackendName = "mem"
 	DefaultRouteName   = "memory"
-	DefaultMemoryBytes = "256MiB"
 )
 
 // defaultRoutes are used when the config names no backends and no routes.
 func defaultRoutes(c *Config) {
 	c.Backends = map[string]map[string]any{
-		DefaultBackendName: {"type": "memory", "max_bytes": DefaultMemoryBytes},
+		DefaultBackendName: {"type": memory.TypeName, "max_bytes": decode.ByteSize(memory.DefaultMaxBytes).String()},
 	}
 	empty := ""
 	c.Routes = []Route{{Name: DefaultRouteName, Prefix: &empty, Backend: DefaultBackendName}}

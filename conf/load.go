@@ -1,10 +1,8 @@
 package conf
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -147,40 +145,7 @@ func decodeConfig(k *koanf.Koanf) (*Config, error) {
 		},
 	})
 	if err != nil {
-		return nil, cleanDecodeError(err)
+		return nil, decode.Clean(err, "conf.Config")
 	}
 	return &cfg, nil
 }
-
-// cleanDecodeError drops mapstructure's "decoding failed due to the
-// following error(s):" preamble so the lines that name fields stand alone.
-func cleanDecodeError(err error) error {
-	msg := err.Error()
-	if i := strings.Index(msg, "error(s):"); i >= 0 {
-		msg = strings.TrimSpace(msg[i+len("error(s):"):])
-	}
-	var lines []string
-	for _, l := range strings.Split(msg, "\n") {
-		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "*"))
-		if l == "" {
-			continue
-		}
-		if m := invalidKeys.FindStringSubmatch(l); m != nil {
-			path := m[1]
-			if path == "conf.Config" {
-				path = ""
-			} else {
-				path += "."
-			}
-			for _, k := range strings.Split(m[2], ", ") {
-				lines = append(lines, path+k+": unknown key")
-			}
-			continue
-		}
-		lines = append(lines, l)
-	}
-	return errors.New(strings.Join(lines, "\n"))
-}
-
-// invalidKeys matches mapstructure's "'routes[0]' has invalid keys: a, b".
-var invalidKeys = regexp.MustCompile(`^'([^']*)' has invalid keys: (.*)$`)

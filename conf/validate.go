@@ -25,15 +25,11 @@ const maxUnixPath = 107
 // routeName is what fits in a URL path segment without escaping.
 var routeName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
-// Choices for the postgres route options; the driver checks them again.
-var (
-	durabilities = []string{"unlogged", "async", "standard"}
-	keyTypes     = []string{"text", "uuid", "bigint"}
-)
-
 // Validate checks what can be checked without building anything: addresses,
-// names, references between routes and backends, limits. Backend options are
-// checked by each backend's factory when the server builds it.
+// names, references between routes and backends, limits. A backend's
+// options, and the options a route gives its backend (table, durability,
+// key_type, source_table), are the backend's to check: the server asks it
+// before opening anything (server.Check, which `pgcache validate` runs).
 func (c *Config) Validate() error {
 	var errs Errors
 	for _, l := range []struct{ field, addr string }{
@@ -148,18 +144,6 @@ func (c *Config) validateRoutes(errs *Errors) {
 		}
 		if r.MaxValueBytes < 0 {
 			errs.add(field+".max_value_bytes", "%d must not be negative", r.MaxValueBytes)
-		}
-		if r.Table != "" && r.SourceTable != "" {
-			errs.add(field, "table %q and source_table %q: a route is a kv table or rows of an existing table, not both", r.Table, r.SourceTable)
-		}
-		if r.Durability != "" && !oneOf(r.Durability, durabilities...) {
-			errs.add(field+".durability", "%q is not one of %s", r.Durability, strings.Join(durabilities, ", "))
-		}
-		if r.KeyType != "" && !oneOf(r.KeyType, keyTypes...) {
-			errs.add(field+".key_type", "%q is not one of %s", r.KeyType, strings.Join(keyTypes, ", "))
-		}
-		if r.SourceTable != "" && strings.Count(r.SourceTable, ".") != 1 {
-			errs.add(field+".source_table", "%q is not schema.table", r.SourceTable)
 		}
 		if r.Attach != "" && r.Attach != "auto" {
 			errs.add(field+".attach", "%q is not auto (or leave it out)", r.Attach)

@@ -13,15 +13,15 @@ import (
 	"github.com/pgcache/pgcache/route"
 )
 
-// Every key passed to a backend below is b2s of a query argument. That is
-// safe: fasthttp keeps the request's parsed arguments unchanged until the
+// Every key passed to a backend below is b2s of a query argument (or the
+// route's canonical spelling of one, a string of its own). That is safe: fasthttp keeps the request's parsed arguments unchanged until the
 // handler returns, and a Backend borrows a key only for the call (a backend
 // that keeps one copies it; see backends.Backend). So is passing the request
 // body as a value, for the same two reasons.
 
 // get answers the value of one key: GET /{route}/get?id=K.
 func (d *Data) get(ctx *fasthttp.RequestCtx, r *route.Route) {
-	q, reason := parseQuery(ctx, actionGet, nil)
+	q, reason := parseQuery(ctx, actionGet, r, nil)
 	if reason != "" {
 		replyError(ctx, fasthttp.StatusBadRequest, reason)
 		return
@@ -30,7 +30,7 @@ func (d *Data) get(ctx *fasthttp.RequestCtx, r *route.Route) {
 		replyError(ctx, fasthttp.StatusBadRequest, "get takes one id: use mget for several")
 		return
 	}
-	v, ok, err := r.Backend.Get(d.ctx, b2s(q.id))
+	v, ok, err := r.Backend.Get(d.ctx, q.key)
 	if err != nil {
 		replyBackendError(ctx, r, err)
 		return
@@ -49,7 +49,7 @@ func (d *Data) get(ctx *fasthttp.RequestCtx, r *route.Route) {
 // Without ttl the key has no expiry, like Redis's SET: an expiry it had is
 // dropped.
 func (d *Data) set(ctx *fasthttp.RequestCtx, r *route.Route) {
-	q, reason := parseQuery(ctx, actionSet, nil)
+	q, reason := parseQuery(ctx, actionSet, r, nil)
 	if reason != "" {
 		replyError(ctx, fasthttp.StatusBadRequest, reason)
 		return
@@ -79,7 +79,7 @@ func (d *Data) set(ctx *fasthttp.RequestCtx, r *route.Route) {
 	if val == nil {
 		val = emptyValue // an empty value is present, never nil (backends.Backend)
 	}
-	res, err := r.Backend.Set(d.ctx, b2s(q.id), val, opts)
+	res, err := r.Backend.Set(d.ctx, q.key, val, opts)
 	if err != nil {
 		replyBackendError(ctx, r, err)
 		return
@@ -105,7 +105,7 @@ var emptyValue = []byte{}
 func (d *Data) del(ctx *fasthttp.RequestCtx, r *route.Route) {
 	s := getScratch()
 	defer putScratch(s)
-	_, reason := parseQuery(ctx, actionDel, &s.keys)
+	_, reason := parseQuery(ctx, actionDel, r, &s.keys)
 	if reason != "" {
 		replyError(ctx, fasthttp.StatusBadRequest, reason)
 		return
@@ -127,7 +127,7 @@ func (d *Data) del(ctx *fasthttp.RequestCtx, r *route.Route) {
 func (d *Data) mget(ctx *fasthttp.RequestCtx, r *route.Route) {
 	s := getScratch()
 	defer putScratch(s)
-	_, reason := parseQuery(ctx, actionMGet, &s.keys)
+	_, reason := parseQuery(ctx, actionMGet, r, &s.keys)
 	if reason != "" {
 		replyError(ctx, fasthttp.StatusBadRequest, reason)
 		return
@@ -161,28 +161,32 @@ func (d *Data) mget(ctx *fasthttp.RequestCtx, r *route.Route) {
 // query is a data request's arguments, viewed in place: each slice points
 // into the request and is valid until the handler returns.
 type query struct {
-	id  []byte // the first id
+	key string // the first id, as the route's backend stores it (route.Route.Key)
 	ids int    // how many ids were given
 	ttl []byte // set only; nil when absent
 }
 
-// parseQuery reads the query string of action a, appending every id to keys
-// when keys is not nil. An unknown, repeated (other than id) or empty
-// argument is refused with a reason: a mistyped ttl must not store a key
-// that never expires.
-func parseQuery(ctx *fasthttp.RequestCtx, a action, keys *[]string) (q query, reason string) {
+// parseQuery reads the query string of action a on route r, appending every
+// id, as r stores it, to keys when keys is not nil. An unknown, repeated
+// (other than id) or empty argument is refused with a reason: a mistyped ttl
+// must not store a key that never expires. So is an id r cannot hold.
+func parseQuery(ctx *fasthttp.RequestCtx, a action, r *route.Route, keys *[]string) (q query, reason string) {
 	for k, v := range ctx.QueryArgs().All() {
 		switch b2s(k) {
 		case "id":
 			if len(v) == 0 {
 				return q, "empty id"
 			}
+			key, err := r.Key(b2s(v))
+			if err != nil {
+				return q, "id " + quoteInput(v) + ": " + err.Error()
+			}
 			if q.ids == 0 {
-				q.id = v
+				q.key = key
 			}
 			q.ids++
 			if keys != nil {
-				*keys = append(*keys, b2s(v))
+				*keys = append(*keys, key)
 			}
 		case "ttl":
 			if a != actionSet {

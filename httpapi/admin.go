@@ -11,6 +11,7 @@ import (
 	"net/http/pprof" // its init also registers on http.DefaultServeMux, which pgcache never serves
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,10 +20,6 @@ import (
 
 	"github.com/pgcache/pgcache/internal/auth"
 )
-
-// DefaultAdminAddr is where the admin API listens by default: loopback
-// only, on Caddy's admin port.
-const DefaultAdminAddr = "127.0.0.1:2019"
 
 // Limits of the admin server. It serves an operator and a scraper on
 // loopback, so fixed values do; the write timeout outlasts pprof's default
@@ -161,7 +158,7 @@ func (a *Admin) metrics() http.Handler {
 		return notImplemented("metrics")
 	}
 	return promhttp.HandlerFor(a.opts.Gatherer, promhttp.HandlerOpts{
-		ErrorLog:      warnLog(a.log),
+		ErrorLog:      metricsLog{a.log},
 		ErrorHandling: promhttp.ContinueOnError, // a failing collector must not hide the others
 	})
 }
@@ -210,9 +207,31 @@ func (a *Admin) load(w http.ResponseWriter, r *http.Request) {
 	text(w, http.StatusOK, "ok")
 }
 
-// warnLog adapts log for net/http's and promhttp's error logs: what they
-// report (a failed accept, a recovered panic, a collector's error) is worth
-// a warning.
+// metricsLog is promhttp's error log. A collector's error is worth a
+// warning; a scraper that hung up early (`curl …/metrics | head`) is not a
+// problem of the server, and promhttp reports it once per metric family
+// left to write: those go to debug.
+type metricsLog struct{ log *zap.Logger }
+
+func (l metricsLog) Println(v ...any) {
+	msg := strings.TrimSuffix(fmt.Sprintln(v...), "\n")
+	for _, a := range v {
+		if err, ok := a.(error); ok && clientGone(err) {
+			l.log.Debug("metrics: the client went away", zap.String("detail", msg))
+			return
+		}
+	}
+	l.log.Warn(msg)
+}
+
+// clientGone reports a write to a client that closed its connection.
+func clientGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrHandlerTimeout)
+}
+
+// warnLog adapts log for net/http's error log: what it reports (a failed
+// accept, a recovered panic) is worth a warning.
 func warnLog(log *zap.Logger) *stdlog.Logger {
 	l, err := zap.NewStdLogAt(log, zap.WarnLevel)
 	if err != nil { // only for an invalid level

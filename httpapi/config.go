@@ -13,12 +13,12 @@ const (
 	DefaultMaxBodyBytes = 16 << 20
 	// DefaultReadTimeout bounds reading one request, headers and body, from
 	// its first byte.
-	DefaultReadTimeout = 10 * time.Second
+	DefaultReadTimeout = 30 * time.Second
 	// DefaultWriteTimeout bounds writing one response.
-	DefaultWriteTimeout = 10 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
 	// DefaultIdleTimeout bounds the wait for the next request on a keep-alive
 	// connection.
-	DefaultIdleTimeout = 60 * time.Second
+	DefaultIdleTimeout = 120 * time.Second
 	// DefaultMaxConns is Redis's default maxclients, for the same reason: a
 	// sidecar serves a handful of local clients, and a runaway one should
 	// not exhaust file descriptors.
@@ -34,12 +34,12 @@ type Config struct {
 	// MaxBodyBytes bounds a request body; a larger one is answered 413.
 	// Default DefaultMaxBodyBytes (16MiB).
 	MaxBodyBytes int64
-	// ReadTimeout bounds reading a request. Default DefaultReadTimeout (10s).
+	// ReadTimeout bounds reading a request. Default DefaultReadTimeout (30s).
 	ReadTimeout time.Duration
-	// WriteTimeout bounds writing a response. Default DefaultWriteTimeout (10s).
+	// WriteTimeout bounds writing a response. Default DefaultWriteTimeout (30s).
 	WriteTimeout time.Duration
 	// IdleTimeout bounds the wait for the next request on a keep-alive
-	// connection. Default DefaultIdleTimeout (60s).
+	// connection. Default DefaultIdleTimeout (120s).
 	IdleTimeout time.Duration
 	// MaxConns bounds the connections served at once; one more is answered
 	// 503 and closed. Default DefaultMaxConns (10000).

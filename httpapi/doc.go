@@ -41,7 +41,7 @@ value is "" and an absent key null. Duplicated ids are answered once each.
 
 A write that failed never answers 2xx.
 
-# Admin API (loopback, DefaultAdminAddr)
+# Admin API (loopback: listen.admin, conf.DefaultAdminAddr)
 
 	GET  /healthz        200 "ok" while the process is up
 	GET  /readyz         200 "ok"; 503 one line per backend that cannot serve

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 
@@ -79,8 +80,14 @@ func errExpireTime(cmd string) string {
 // errNoRoute is the reply for a key that no route owns (there is no
 // catch-all route).
 func errNoRoute(key []byte) string {
-	return "ERR no route for key '" + string(clip(key, maxQuotedArgLength)) + "'"
+	msg := "ERR no route for key '" + string(clip(key, maxQuotedArgLength)) + "'"
+	if bytes.HasPrefix(key, crudMark) {
+		msg += ": no table route serves the table it names"
+	}
+	return msg
 }
+
+var crudMark = []byte(backends.CRUDMark)
 
 // clip cuts b at its first NUL and at n bytes, as C's "%.*s" prints it.
 func clip(b []byte, n int) []byte {

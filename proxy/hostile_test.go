@@ -54,6 +54,36 @@ func TestMalformedFrames(t *testing.T) {
 	}
 }
 
+// An inline request with a NUL byte before its newline can never be run:
+// Redis waits for 64KiB before refusing it, pgcache answers the protocol
+// error and closes as soon as the NUL arrives, with the rest of the line
+// (and its newline) never sent. The deadline is a bound for the failure,
+// not a speed: before, the connection waited for 64KiB that never came.
+func TestInlineNULClosesAtOnce(t *testing.T) {
+	ts := startServer(t, Config{})
+	for _, in := range []string{"\x00", "\x00 garbage", "\x00\x01\xfe\r", "SET k a\x00b", "GET \x00\r\nPING\r\n"} {
+		t.Run(strconv.Quote(in), func(t *testing.T) {
+			nc, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			if _, err := io.WriteString(nc, in); err != nil {
+				t.Fatal(err)
+			}
+			nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			got, err := io.ReadAll(nc)
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("still open after 5s with %q answered", got)
+			}
+			if want := "-ERR Protocol error: NUL byte in inline request\r\n"; string(got) != want {
+				t.Errorf("answer %q, want %q and a close", got, want)
+			}
+			serves(t, ts.addr)
+		})
+	}
+}
+
 // TestHugeInlineLine sends 200MB without a newline, in chunks, until the
 // server hangs up: it must after 64KiB, without holding the rest.
 func TestHugeInlineLine(t *testing.T) {

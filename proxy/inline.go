@@ -12,10 +12,12 @@ func (rd *reader) inline() (args [][]byte, wait bool, err error) {
 	window := rd.buf[rd.r:min(rd.w, rd.r+rd.maxInline+1)]
 	i := bytes.IndexByte(window, '\n')
 	// Redis finds the end of the line with strchr, which stops at a NUL:
-	// a NUL before the newline hides it, and the request waits for more
-	// until it is too big. Taking the line would run what follows it.
+	// a NUL before the newline hides it, and Redis waits for more until
+	// the request is too big (64KiB). Taking the line would run what
+	// follows the NUL; waiting holds a connection that can only end in an
+	// error. pgcache answers the error as soon as the NUL arrives.
 	if z := bytes.IndexByte(window, 0); z >= 0 && (i < 0 || z < i) {
-		i = -1
+		return nil, false, errInlineNUL
 	}
 	if i < 0 {
 		if rd.w-rd.r > rd.maxInline {

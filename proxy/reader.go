@@ -70,9 +70,11 @@ var (
 	errTooBigMbulkCount    = &protoError{"ERR Protocol error: too big mbulk count string"}
 	errTooBigBulkCount     = &protoError{"ERR Protocol error: too big bulk count string"}
 	errUnbalancedQuotes    = &protoError{"ERR Protocol error: unbalanced quotes in request"}
-	errQueryLimit          = &protoError{} // Redis closes such a client silently
-	errUnauthMultibulkLen  = &protoError{"ERR Protocol error: unauthenticated multibulk length"}
-	errUnauthBulkLen       = &protoError{"ERR Protocol error: unauthenticated bulk length"}
+	// errInlineNUL is pgcache's own: Redis waits for 64KiB instead (inline.go).
+	errInlineNUL          = &protoError{"ERR Protocol error: NUL byte in inline request"}
+	errQueryLimit         = &protoError{} // Redis closes such a client silently
+	errUnauthMultibulkLen = &protoError{"ERR Protocol error: unauthenticated multibulk length"}
+	errUnauthBulkLen      = &protoError{"ERR Protocol error: unauthenticated bulk length"}
 )
 
 // Redis's bounds on a client that must authenticate and has not: until it

@@ -6,6 +6,7 @@ package route
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -32,6 +33,11 @@ type Route struct {
 	Backend backends.Backend
 	// MaxValueBytes bounds a value written through the route; 0 is no bound.
 	MaxValueBytes int64
+	// Canon, when set, rewrites a key to the one spelling of it the backend
+	// stores and caches it under: a table row named as 42, [42] or "42" is
+	// one row, and one L1 entry. It returns a key it cannot read as it is
+	// (the backend refuses it with the reason).
+	Canon func(key string) string
 
 	raw   backends.Backend // the backend as opened, closed when the table retires
 	watch *watchTable      // WATCH's versions of the route's keys (watch.go)
@@ -93,17 +99,54 @@ func (t *Table) Routes() []*Route { return t.routes }
 func (t *Table) ByName(name string) *Route { return t.byName[name] }
 
 // ForKey returns the route owning a RESP key by the longest matching prefix,
-// and the key as the backend stores it (without the prefix). The route is nil
-// when no prefix matches and there is no catch-all.
+// and the key as the backend stores it (without the prefix, in the route's
+// canonical spelling). The route is nil when no prefix matches and there is
+// no catch-all, and for a CRUD: key of a table no route serves
+// (backends.CRUDMark): that is no other route's key.
 //
-// A linear scan: tables have a handful of routes, and it allocates nothing.
+// A linear scan: tables have a handful of routes, and it allocates nothing
+// (but a table route's Canon, for a key spelled as JSON).
 func (t *Table) ForKey(key string) (*Route, string) {
 	for _, p := range t.prefixed {
 		if strings.HasPrefix(key, p.prefix) {
-			return p.route, key[len(p.prefix):]
+			if len(p.prefix) < len(backends.CRUDMark) && strings.HasPrefix(key, backends.CRUDMark) {
+				return nil, key
+			}
+			k := key[len(p.prefix):]
+			if p.route.Canon != nil {
+				k = p.route.Canon(k)
+			}
+			return p.route, k
 		}
 	}
 	return nil, key
+}
+
+// ErrCRUDKey refuses a CRUD: key given by name to a catch-all route (HTTP):
+// over RESP such a key is a table route's or no route's, so the catch-all
+// never stores one.
+var ErrCRUDKey = errors.New("a CRUD: key names a row of a table route, and no route serves that table")
+
+// Key returns id as r's backend stores it, for a key given to r by name
+// (the HTTP API): in r's canonical spelling, or ErrCRUDKey for a CRUD: key
+// on a catch-all route.
+func (r *Route) Key(id string) (string, error) {
+	if strings.HasPrefix(id, backends.CRUDMark) && r.catchAll() {
+		return "", ErrCRUDKey
+	}
+	if r.Canon != nil {
+		id = r.Canon(id)
+	}
+	return id, nil
+}
+
+func (r *Route) catchAll() bool {
+	for _, p := range r.Prefixes {
+		if p == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // release ends one use of the table.

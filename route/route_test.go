@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,4 +168,52 @@ func TestAcquireConcurrentWithSwap(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// A CRUD: key is the table route's it names or no route's: never the
+// catch-all's, nor a shorter prefix's. A route that claims a CRUD: prefix
+// of its own takes it.
+func TestCRUDKeysBelongToTheirTable(t *testing.T) {
+	tab := table(t, map[string][]string{
+		"all":   {""},
+		"c":     {"C"},
+		"users": {"user:", "CRUD:app.public.users:"},
+	})
+	for _, tc := range []struct{ key, route, stripped string }{
+		{"CRUD:app.public.users:42", "users", "42"},
+		{"CRUD:app.public.other:42", "", ""},
+		{"CRUD:other.public.users:42", "", ""},
+		{"CRUD:", "", ""},
+		{"CRU", "c", "RU"},
+		{"crud:app.public.other:1", "all", "crud:app.public.other:1"},
+	} {
+		r, k := tab.ForKey(tc.key)
+		switch {
+		case tc.route == "" && r != nil:
+			t.Errorf("ForKey(%q) = %s, %q; want no route", tc.key, r.Name, k)
+		case tc.route != "" && (r == nil || r.Name != tc.route || k != tc.stripped):
+			t.Errorf("ForKey(%q) = %v, %q; want %s, %q", tc.key, r, k, tc.route, tc.stripped)
+		}
+	}
+	// By name (HTTP): the catch-all refuses a CRUD: key; a prefixed route
+	// stores it under its prefix, which is no CRUD: key over RESP.
+	if _, err := tab.ByName("all").Key("CRUD:app.public.other:42"); err != ErrCRUDKey {
+		t.Errorf("catch-all Key(CRUD:…) = %v, want ErrCRUDKey", err)
+	}
+	if k, err := tab.ByName("c").Key("CRUD:x"); err != nil || k != "CRUD:x" {
+		t.Errorf("prefixed route Key(CRUD:x) = %q, %v", k, err)
+	}
+}
+
+// Canon rewrites the key a route's backend sees, by prefix and by name.
+func TestCanon(t *testing.T) {
+	tab := table(t, map[string][]string{"rows": {"r:"}})
+	r := tab.ByName("rows")
+	r.Canon = func(k string) string { return strings.Trim(k, `[]"`) }
+	if got, k := tab.ForKey(`r:[42]`); got != r || k != "42" {
+		t.Errorf("ForKey(r:[42]) = %v, %q; want rows, 42", got, k)
+	}
+	if k, err := r.Key(`"42"`); err != nil || k != "42" {
+		t.Errorf(`Key("42") = %q, %v; want 42`, k, err)
+	}
 }

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -48,14 +50,24 @@ type generation struct {
 //   - everything else is built anew. A changed route gets a fresh L1, so
 //     no entry cached under its old definition is served under the new.
 //
-// On error it closes what it built, and leaves prev as it was.
-func build(ctx context.Context, cfg *conf.Config, prev *generation, m *route.Metrics, log *zap.Logger) (*generation, *route.Table, error) {
-	g := &generation{cfg: cfg, opened: map[string]backends.Backend{}, coords: newCoordinators(log)}
-	var err error
-	g.drivers, err = buildDrivers(ctx, cfg, prev, log)
+// Everything that can be checked without the network is checked first,
+// every reason at once (prepare). A reload (connect) then has every driver
+// it made reach its store before any route is opened on it: one that
+// cannot refuses the config (see connectNew). A start does not wait: a
+// store down at start makes its routes answer "unavailable" until it is
+// back. On error build closes what it built, and leaves prev as it was.
+func build(ctx context.Context, cfg *conf.Config, prev *generation, connect bool, m *route.Metrics, log *zap.Logger) (*generation, *route.Table, *tls.Config, error) {
+	p, err := prepare(ctx, cfg, prev, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	if connect {
+		if err := p.connectNew(ctx, prev); err != nil {
+			p.closeNotIn(prev, log)
+			return nil, nil, nil, err
+		}
+	}
+	g := &generation{cfg: cfg, drivers: p.drivers, opened: map[string]backends.Backend{}, coords: newCoordinators(log)}
 	kept := func(name string) bool {
 		return prev != nil && prev.drivers[name] != nil && prev.drivers[name] == g.drivers[name]
 	}
@@ -66,7 +78,7 @@ func build(ctx context.Context, cfg *conf.Config, prev *generation, m *route.Met
 	if err != nil {
 		g.coords.closeFresh()
 		g.closeDriversNotIn(prev, log)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	g.coords.prune(cfg)
 	g.l1 = g.coords.metrics()
@@ -75,43 +87,27 @@ func build(ctx context.Context, cfg *conf.Config, prev *generation, m *route.Met
 			g.collectors = append(g.collectors, c.Collectors()...)
 		}
 	}
-	return g, table, nil
-}
-
-// buildDrivers creates every configured backend, or takes it from prev
-// when its options are unchanged. On error it closes the drivers it
-// created and names the backend.
-func buildDrivers(ctx context.Context, cfg *conf.Config, prev *generation, log *zap.Logger) (map[string]backends.Driver, error) {
-	drivers := make(map[string]backends.Driver, len(cfg.Backends))
-	created := map[string]backends.Driver{}
-	for _, name := range sortedNames(cfg.Backends) {
-		if prev != nil && prev.drivers[name] != nil && reflect.DeepEqual(prev.cfg.Backends[name], cfg.Backends[name]) {
-			drivers[name] = prev.drivers[name]
-			continue
-		}
-		d, err := newDriver(ctx, name, cfg.Backends[name], log)
-		if err != nil {
-			closeDrivers(created, log)
-			return nil, fmt.Errorf("backends.%s: %w", name, err)
-		}
-		drivers[name], created[name] = d, d
-	}
-	return drivers, nil
+	return g, table, p.tls, nil
 }
 
 func newDriver(ctx context.Context, name string, entry map[string]any, log *zap.Logger) (backends.Driver, error) {
+	typ, _ := entry["type"].(string)
+	factory, err := backends.Lookup(typ)
+	if err != nil {
+		return nil, err
+	}
+	return factory(ctx, name, options(entry), log.Named("backend").With(zap.String("backend", name)))
+}
+
+// options is a backend's entry without its type: what its factory takes.
+func options(entry map[string]any) map[string]any {
 	opts := make(map[string]any, len(entry))
 	for k, v := range entry {
 		if k != "type" {
 			opts[k] = v
 		}
 	}
-	typ, _ := entry["type"].(string)
-	factory, err := backends.Lookup(typ)
-	if err != nil {
-		return nil, err
-	}
-	return factory(ctx, name, opts, log.Named("backend").With(zap.String("backend", name)))
+	return opts
 }
 
 func closeDrivers(drivers map[string]backends.Driver, log *zap.Logger) {
@@ -163,6 +159,7 @@ func (g *generation) buildTable(ctx context.Context, prev *generation, kept func
 			r.Prefixes = append(r.Prefixes, *rc.Prefix)
 		}
 		if rc.SourceTable != "" {
+			r.Canon = canonOf(b)
 			cp, ok := d.(crudPrefixer)
 			if !ok {
 				return fail(fmt.Errorf("routes[%d] (%s): backend %s cannot serve source_table", i, rc.Name, rc.Backend))
@@ -181,19 +178,34 @@ func (g *generation) buildTable(ctx context.Context, prev *generation, kept func
 	return t, nil
 }
 
+// canonicalizer is a table route's store: it names each row by one key
+// spelling (postgres.Table.CanonicalKey).
+type canonicalizer interface {
+	CanonicalKey(key string) string
+}
+
+// canonOf returns the key canonicalizer of b or of the store under its L1
+// tier, nil if it has none.
+func canonOf(b backends.Backend) func(string) string {
+	for {
+		if c, ok := b.(canonicalizer); ok {
+			return c.CanonicalKey
+		}
+		u, ok := b.(interface{ Unwrap() backends.Backend })
+		if !ok {
+			return nil
+		}
+		b = u.Unwrap()
+	}
+}
+
 // open returns the backend of one route: prev's, when the route and its
 // driver are unchanged, or a newly opened one (behind a tier with l1).
 func (g *generation) open(ctx context.Context, rc conf.Route, d backends.Driver, prev *generation, prevRoutes map[string]conf.Route, kept func(string) bool) (backends.Backend, error) {
 	if old, ok := prevRoutes[rc.Name]; ok && kept(rc.Backend) && reflect.DeepEqual(old, rc) {
 		return prev.opened[rc.Name], nil
 	}
-	b, err := d.Open(ctx, backends.RouteSpec{
-		Name:        rc.Name,
-		Table:       rc.Table,
-		Durability:  rc.Durability,
-		KeyType:     rc.KeyType,
-		SourceTable: rc.SourceTable,
-	})
+	b, err := d.Open(ctx, routeSpec(rc))
 	if err != nil {
 		return nil, err
 	}
@@ -244,26 +256,17 @@ func readiness(ctx context.Context, drivers map[string]backends.Driver) []string
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = errors.New("no answer in time")
 			}
-			reasons = append(reasons, fmt.Sprintf("backend %s: %v", n, err))
+			reasons = append(reasons, reason(n, err))
 		}
 	}
 	return reasons
 }
 
-// CheckBackends builds every backend from its options and closes it again,
-// and reads the TLS files: the checks `pgcache validate` makes beyond the
-// config's own validation, so a config it passes does not fail a reload
-// for them. Factories do not connect, so this needs no server to be up.
-func CheckBackends(ctx context.Context, cfg *conf.Config, log *zap.Logger) error {
-	if _, err := loadCerts(cfg); err != nil {
-		return err
-	}
-	drivers, err := buildDrivers(ctx, cfg, nil, log)
-	if err != nil {
-		return err
-	}
-	closeDrivers(drivers, log)
-	return nil
+// reason is one line of /readyz: the backend, named once (drivers do not
+// name themselves), and the error on one line: a driver's errors may carry
+// newlines and tabs (pgx lists the addresses it tried on lines of their own).
+func reason(backend string, err error) string {
+	return "backend " + backend + ": " + strings.Join(strings.Fields(err.Error()), " ")
 }
 
 func sortedNames[V any](m map[string]V) []string {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/pgcache/pgcache/internal/testenv"
 )
@@ -138,18 +140,40 @@ func TestPostgresDownAtStart(t *testing.T) {
 			pg.Start()
 		}
 	})
-	s := startPgcache(t, fmt.Sprintf(`
+	core, logs := observer.New(zap.DebugLevel)
+	s, _ := startPgcacheLog(t, fmt.Sprintf(`
 backends:
   pg:  {type: postgres, dsn: %q, connect_timeout: 1s, command_timeout: 2s}
   mem: {type: memory}
 routes:
   - {name: postgres, prefix: "pg:", backend: pg, table: down_kv}
   - {name: memory, prefix: "", backend: mem}
-`, pg.DSN()))
+`, pg.DSN()), zap.New(core))
 	rc := redisClient(t, s)
 	status, body := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
 	if status != 503 || !strings.Contains(string(body), "backend pg") {
 		t.Fatalf("/readyz = %d %q, want 503 naming backend pg", status, body)
+	}
+	// Each line names the backend once, on one line: the driver's error
+	// keeps no tabs or newlines of its own.
+	for _, line := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
+		if !strings.HasPrefix(line, "backend pg: ") || strings.Count(line, "backend pg") != 1 || strings.ContainsAny(line, "\t\r") {
+			t.Errorf("/readyz line %q: want one \"backend pg: \" and no tabs", line)
+		}
+	}
+	// The log names the backend once per line too (a duplicate JSON key
+	// is what zap writes for a field given twice).
+	if logs.Len() == 0 {
+		t.Fatal("nothing logged about the database being down")
+	}
+	for _, e := range logs.All() {
+		seen := map[string]bool{}
+		for _, f := range e.Context {
+			if seen[f.Key] {
+				t.Errorf("log %q has the field %q twice", e.Message, f.Key)
+			}
+			seen[f.Key] = true
+		}
 	}
 	if err := rc.Set(ctx, "pg:k", "v", 0).Err(); err == nil || !strings.Contains(err.Error(), "backend pg unavailable") {
 		t.Fatalf("SET on the down route = %v, want backend pg unavailable", err)

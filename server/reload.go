@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,9 +15,11 @@ import (
 )
 
 // Live reload: build new, swap, stop old (caddy's Load, nats-server's
-// reload.go). A reload validates the new config and builds everything it
-// describes next to what is serving, reusing what did not change (see
-// build). Only then, when nothing can fail any more, does it swap: limits,
+// reload.go). A reload checks the new config as `pgcache validate` does
+// (every reason at once), has each backend that is new or whose options
+// changed reach its store within its own timeouts (a PostgreSQL or Valkey
+// it cannot reach refuses the config), and builds everything it describes
+// next to what is serving, reusing what did not change (see build). Only then, when nothing can fail any more, does it swap: limits,
 // credentials and certificates are replaced, the route table is swapped
 // in one atomic store, and once the requests holding the old table have
 // finished, whatever the new generation did not keep is closed. Listeners
@@ -27,7 +27,8 @@ import (
 // anywhere before the swap is refused with the reason, and the running one
 // goes on serving as if nothing happened.
 //
-// What cannot change without a restart is refused by name (fixed).
+// Only the settings declared reloadable change (settings.go); a change to
+// any other is refused by name (fixed).
 
 // buildTimeout bounds building a new config: opening routes on a new
 // database, preparing the tables of new L1 routes. Waiting for the old
@@ -64,7 +65,9 @@ func (s *Server) reloadFrom(ctx context.Context, src conf.Source) error {
 	if src.Bytes == nil {
 		origin = "file"
 	}
-	cfg, err := conf.Load(src)
+	// Decoded only: reload validates it with everything else it checks
+	// (prepare), so every reason comes back at once.
+	cfg, err := conf.Decode(src)
 	if err == nil {
 		err = s.reload(ctx, cfg)
 	}
@@ -72,8 +75,8 @@ func (s *Server) reloadFrom(ctx context.Context, src conf.Source) error {
 	return err
 }
 
-// Reload replaces the running config with cfg, already loaded and
-// validated. It returns once the old routes are closed, or with the reason
+// Reload replaces the running config with cfg, decoded (conf.Decode) or
+// loaded. It returns once the old routes are closed, or with the reason
 // cfg was refused.
 func (s *Server) Reload(ctx context.Context, cfg *conf.Config) error {
 	err := s.reload(ctx, cfg)
@@ -89,16 +92,12 @@ func (s *Server) reload(ctx context.Context, cfg *conf.Config) error {
 	}
 	prev := s.gen.Load()
 	if err := fixed(prev.cfg, cfg); err != nil {
-		return err
+		return s.alsoWrong(ctx, cfg, prev, err.(conf.Errors))
 	}
 	// Certificates are read again even when their paths are unchanged:
 	// renewing them in place and sending SIGHUP is how they are rotated.
-	tlsCfg, err := loadCerts(cfg)
-	if err != nil {
-		return err
-	}
 	buildCtx, cancelBuild := context.WithTimeout(ctx, buildTimeout)
-	next, table, err := build(buildCtx, cfg, prev, s.metrics, s.log)
+	next, table, tlsCfg, err := build(buildCtx, cfg, prev, true, s.metrics, s.log)
 	cancelBuild()
 	if err != nil {
 		return err
@@ -126,6 +125,18 @@ func (s *Server) reload(ctx context.Context, cfg *conf.Config) error {
 	}
 	s.retire(prev, next)
 	return nil
+}
+
+// alsoWrong adds to the settings a reload cannot change whatever else is
+// wrong with cfg, so one attempt tells everything; it builds nothing that
+// stays.
+func (s *Server) alsoWrong(ctx context.Context, cfg *conf.Config, prev *generation, errs conf.Errors) error {
+	p, err := prepare(ctx, cfg, prev, s.log)
+	if err != nil {
+		return append(err.(conf.Errors), errs...)
+	}
+	p.closeNotIn(prev, s.log)
+	return errs
 }
 
 // retire closes what prev held and next does not: routes first, then the
@@ -163,47 +174,6 @@ func (s *Server) reloaded(err error, origin string) {
 	s.reloads.last.SetToCurrentTime()
 	cfg := s.Config()
 	s.log.Info("config reloaded", zap.String("from", origin), zap.Int("backends", len(cfg.Backends)), zap.Int("routes", len(cfg.Routes)))
-}
-
-// fixed refuses changes to what a running pgcache cannot change: its
-// listeners (addresses, TLS on or off), the logger, and the HTTP limits
-// fasthttp reads while it serves. Everything else reloads: backends,
-// routes, auth, certificate files, RESP limits, shutdown_timeout,
-// insecure.
-func fixed(old, cfg *conf.Config) error {
-	var errs conf.Errors
-	same := func(field string, a, b any) {
-		if fmt.Sprint(a) != fmt.Sprint(b) {
-			errs = append(errs, fmt.Sprintf("config reload not supported for %s (%q -> %q): restart pgcache", field, fmt.Sprint(a), fmt.Sprint(b)))
-		}
-	}
-	same("listen.resp", old.Listen.RESP, cfg.Listen.RESP)
-	same("listen.http", old.Listen.HTTP, cfg.Listen.HTTP)
-	same("listen.admin", old.Listen.Admin, cfg.Listen.Admin)
-	same("listen.resp_unix", old.Listen.RESPUnix, cfg.Listen.RESPUnix)
-	if cfg.Listen.RESPUnix != "" {
-		same("listen.resp_unix_mode", old.Listen.RESPUnixMode, cfg.Listen.RESPUnixMode)
-	}
-	same("log.level", old.Log.Level, cfg.Log.Level)
-	same("log.format", old.Log.Format, cfg.Log.Format)
-	same("http.max_body_bytes", old.HTTP.MaxBodyBytes, cfg.HTTP.MaxBodyBytes)
-	same("http.read_timeout", old.HTTP.ReadTimeout, cfg.HTTP.ReadTimeout)
-	same("http.write_timeout", old.HTTP.WriteTimeout, cfg.HTTP.WriteTimeout)
-	same("http.idle_timeout", old.HTTP.IdleTimeout, cfg.HTTP.IdleTimeout)
-	same("http.max_conns", old.HTTP.MaxConns, cfg.HTTP.MaxConns)
-	same("http.max_header_bytes", old.HTTP.MaxHeaderBytes, cfg.HTTP.MaxHeaderBytes)
-	// A listener is TLS or not for its life; the certificate behind it is
-	// what reloads.
-	if old.TLS.On() != cfg.TLS.On() {
-		same("tls.cert_file", old.TLS.CertFile, cfg.TLS.CertFile)
-	}
-	if !slices.Equal(old.TLS.Fronts, cfg.TLS.Fronts) {
-		same("tls.fronts", old.TLS.Fronts, cfg.TLS.Fronts)
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	return nil
 }
 
 // newUsers is the credentials of cfg, nil when auth is off.

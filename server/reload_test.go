@@ -255,7 +255,7 @@ func TestReloadRefused(t *testing.T) {
 		{"invalid", "backends: {mem: {type: memory}}\nroutes: [{name: a, backend: pgx}, {name: b}]",
 			"routes[0].backend: \"pgx\" is not a configured backend (configured: mem)\nroutes[1].backend: missing\n"},
 		{"unknown key", "backends: {mem: {type: memory}}\nroutes: [{name: a, backend: mem, prefx: x}]", "routes[0].prefx: unknown key"},
-		{"backend options", "backends: {mem: {type: memory, max_bytes: lots}}\nroutes: [{name: a, backend: mem}]", `backends.mem: `},
+		{"backend options", "backends: {mem: {type: memory, max_bytes: lots}}\nroutes: [{name: a, backend: mem}]", `backends.mem.max_bytes: "lots" is not a size`},
 		{"not yaml", "routes: [", "config: "},
 		{"empty", "  \n", "empty config"},
 		{"fixed setting", reloadA + "http: {max_conns: 5}\n", "config reload not supported for http.max_conns (\"10000\" -> \"5\"): restart pgcache"},

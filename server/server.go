@@ -70,11 +70,7 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 	// driver's series go away with it and a new one's appear.
 	s.reg.MustRegister(generationCollector{s})
 
-	tlsCfg, err := loadCerts(cfg)
-	if err != nil {
-		return nil, err
-	}
-	g, table, err := build(ctx, cfg, nil, s.metrics, log)
+	g, table, tlsCfg, err := build(ctx, cfg, nil, false, s.metrics, log)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +193,7 @@ func (s *Server) ready(ctx context.Context) []string {
 	reasons := readiness(ctx, g.drivers)
 	for _, name := range sortedNames(g.l1) {
 		if err := g.l1[name].Check(ctx); err != nil {
-			reasons = append(reasons, err.Error())
+			reasons = append(reasons, reason(name, err))
 		}
 	}
 	return reasons

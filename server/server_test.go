@@ -34,6 +34,12 @@ func startPgcache(t *testing.T, yaml string) *Server {
 // more PGCACHE_* variables.
 func startPgcacheFile(t *testing.T, yaml string, env ...string) (*Server, string) {
 	t.Helper()
+	return startPgcacheLog(t, yaml, zap.NewNop(), env...)
+}
+
+// startPgcacheLog is startPgcacheFile logging to log.
+func startPgcacheLog(t *testing.T, yaml string, log *zap.Logger, env ...string) (*Server, string) {
+	t.Helper()
 	env = append([]string{
 		"PGCACHE_LISTEN__RESP=127.0.0.1:0",
 		"PGCACHE_LISTEN__HTTP=127.0.0.1:0",
@@ -50,7 +56,7 @@ func startPgcacheFile(t *testing.T, yaml string, env ...string) (*Server, string
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(context.Background(), cfg, zap.NewNop())
+	s, err := New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

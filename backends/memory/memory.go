@@ -29,7 +29,10 @@ const DefaultMaxBytes = 256 << 20
 // slipping past max_bytes.
 const entryOverhead = 96
 
-func init() { backends.Register(TypeName, New) }
+func init() {
+	backends.Register(TypeName, New)
+	backends.RegisterRouteCheck(TypeName, checkRoutes)
+}
 
 // Options are the memory backend's config.
 type Options struct {
@@ -172,10 +175,20 @@ func (d *Driver) rebalanceLocked() {
 	}
 }
 
+// checkRoutes refuses the table options, which only postgres has
+// (backends.RouteCheck).
+func checkRoutes(_ map[string]any, specs []backends.RouteSpec) []error {
+	errs := make([]error, len(specs))
+	for i, s := range specs {
+		errs[i] = refuse(s)
+	}
+	return errs
+}
+
 func refuse(spec backends.RouteSpec) error {
 	for field, v := range map[string]string{
 		"table": spec.Table, "durability": spec.Durability, "key_type": spec.KeyType,
-		"source_table": spec.SourceTable, "attach": spec.Attach,
+		"source_table": spec.SourceTable,
 	} {
 		if v != "" {
 			return &backends.SpecError{Field: field, Value: v, Reason: "the memory backend has no tables"}
@@ -221,4 +234,5 @@ func (d *Driver) Info(context.Context) [][2]string {
 var (
 	_ backends.Driver      = (*Driver)(nil)
 	_ backends.InfoSection = (*Driver)(nil)
+	_ backends.RouteCheck  = checkRoutes
 )

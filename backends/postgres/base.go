@@ -26,13 +26,13 @@ type base struct {
 	pool  *pgxpool.Pool
 	route string
 	table tableName
-	where string // error prefix: `backend pg: table "public"."kv"`
+	where string // error prefix: `table "public"."kv"`; the caller names the backend
 	setup setup
 }
 
 func (b *base) init(d *Driver, pool *pgxpool.Pool, route string, t tableName, setupFn func(context.Context) error) {
 	b.d, b.pool, b.route, b.table = d, pool, route, t
-	b.where = "backend " + d.name + ": table " + t.String()
+	b.where = "table " + t.String()
 	b.setup.fn = setupFn
 	b.setup.where = b.where
 	b.setup.timeout = time.Duration(d.opts.CommandTimeout)

@@ -29,7 +29,10 @@ import (
 // TypeName is the `type:` of this backend in the config.
 const TypeName = "postgres"
 
-func init() { backends.Register(TypeName, New) }
+func init() {
+	backends.Register(TypeName, New)
+	backends.RegisterRouteCheck(TypeName, checkRoutes)
+}
 
 // Route durabilities (RouteSpec.Durability).
 const (
@@ -92,11 +95,11 @@ func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("backend %s: %w", name, err)
+		return nil, err
 	}
 	d := &Driver{
 		name:      name,
-		log:       log.Named("postgres").With(zap.String("backend", name)),
+		log:       log.Named("postgres"), // the caller names the backend (backends.Factory)
 		opts:      o,
 		database:  databaseOf(cfg),
 		pool:      pool,
@@ -139,7 +142,7 @@ func (d *Driver) poolFor(durability string) (*pgxpool.Pool, error) {
 	if d.async == nil {
 		p, err := pgxpool.NewWithConfig(context.Background(), d.asyncCfg)
 		if err != nil {
-			return nil, fmt.Errorf("backend %s: async pool: %w", d.name, err)
+			return nil, fmt.Errorf("async pool: %w", err)
 		}
 		d.async = p
 	}
@@ -154,19 +157,15 @@ func (d *Driver) poolFor(durability string) (*pgxpool.Pool, error) {
 // reached, Open still succeeds: the route answers ErrUnavailable and sets
 // its table up on the first request after the database is back.
 func (d *Driver) Open(ctx context.Context, spec backends.RouteSpec) (backends.Backend, error) {
+	if err := checkSpec(spec); err != nil {
+		return nil, err
+	}
 	var s opened
 	var err error
-	switch {
-	case spec.Table != "" && spec.SourceTable != "":
-		return nil, &backends.SpecError{Field: "source_table", Value: spec.SourceTable,
-			Reason: "a route is a kv table (table) or the rows of an existing table (source_table), not both"}
-	case spec.Table != "":
+	if spec.Table != "" {
 		s, err = d.openKV(spec)
-	case spec.SourceTable != "":
+	} else {
 		s, err = d.openTable(spec)
-	default:
-		return nil, &backends.SpecError{Field: "table", Value: "",
-			Reason: "a postgres route names a kv table (table) or an existing table (source_table)"}
 	}
 	if err != nil {
 		return nil, err
@@ -183,6 +182,32 @@ func (d *Driver) Open(ctx context.Context, spec backends.RouteSpec) (backends.Ba
 	d.stores[s] = struct{}{}
 	d.mu.Unlock()
 	return s, nil
+}
+
+// checkSpec is every refusal of Open that needs no database.
+func checkSpec(spec backends.RouteSpec) error {
+	switch {
+	case spec.Table != "" && spec.SourceTable != "":
+		return &backends.SpecError{Field: "source_table", Value: spec.SourceTable,
+			Reason: "a route is a kv table (table) or the rows of an existing table (source_table), not both"}
+	case spec.Table != "":
+		_, _, _, err := kvSpec(spec)
+		return err
+	case spec.SourceTable != "":
+		_, err := tableSpec(spec)
+		return err
+	}
+	return &backends.SpecError{Field: "table",
+		Reason: "a postgres route names a kv table (table) or an existing table (source_table)"}
+}
+
+// checkRoutes is checkSpec for every route of a config (backends.RouteCheck).
+func checkRoutes(_ map[string]any, specs []backends.RouteSpec) []error {
+	errs := make([]error, len(specs))
+	for i, s := range specs {
+		errs[i] = checkSpec(s)
+	}
+	return errs
 }
 
 // forget drops a closed store.
@@ -209,14 +234,14 @@ func (d *Driver) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(d.opts.CommandTimeout))
 	defer cancel()
 	if err := d.pool.Ping(ctx); err != nil {
-		return opError(ctx, "backend "+d.name, "ping", err)
+		return opError(ctx, "database "+d.database, "ping", err)
 	}
 	d.mu.Lock()
 	async := d.async
 	d.mu.Unlock()
 	if async != nil {
 		if err := async.Ping(ctx); err != nil {
-			return opError(ctx, "backend "+d.name, "ping async pool", err)
+			return opError(ctx, "database "+d.database, "ping async pool", err)
 		}
 	}
 	for _, s := range d.openStores() {
@@ -248,4 +273,5 @@ var (
 	_ backends.Checker     = (*Driver)(nil)
 	_ backends.Collector   = (*Driver)(nil)
 	_ backends.InfoSection = (*Driver)(nil)
+	_ backends.RouteCheck  = checkRoutes
 )

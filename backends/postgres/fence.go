@@ -204,6 +204,27 @@ func fenceable(c column) bool {
 	return isInteger(c) || c.baseType == "text" || c.baseType == "character varying" || c.baseType == "uuid"
 }
 
+// CanonicalKey returns the one spelling of a row's key that the route
+// stores and caches the row under: its fence key (42 for 42, [42] and "42";
+// [1,"b"] for [1, "b"]) when that names the same row, else key as it is. A
+// key that is neither a JSON string nor an array is returned at once: bare
+// text and numbers are the spelling the fence key takes already.
+func (s *Table) CanonicalKey(key string) string {
+	if key == "" || (key[0] != '[' && key[0] != '"') {
+		return key
+	}
+	fk, err := s.FenceKey(key)
+	if err != nil {
+		return key
+	}
+	// A text key that reads as JSON itself ("[x]" for the text [x]) would
+	// name another row: keep such a key as it came.
+	if again, err := s.FenceKey(fk); err != nil || again != fk {
+		return key
+	}
+	return fk
+}
+
 // Prepare reads the table from the catalog now.
 func (s *Table) Prepare(ctx context.Context) error { return s.setup.ensure(ctx) }
 

@@ -40,30 +40,37 @@ type KV struct {
 	keyspace keyspace // SCAN, flushes, copies (keyspace.go)
 }
 
-// openKV checks a kv route's options and builds its store; its table is
-// set up by the caller (Open) or on first use.
-func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
-	t, err := parseTableName(spec.Table)
-	if err != nil {
-		return nil, &backends.SpecError{Field: "table", Value: spec.Table, Reason: err.Error()}
+// kvSpec reads a kv route's options, refusing every one it cannot honour.
+func kvSpec(spec backends.RouteSpec) (t tableName, durability string, k keyType, err error) {
+	var errs []error
+	t, terr := parseTableName(spec.Table)
+	if terr != nil {
+		errs = append(errs, &backends.SpecError{Field: "table", Value: spec.Table, Reason: terr.Error()})
 	}
 	if t.schema == "" {
 		t.schema = defaultSchema
 	}
-	durability := spec.Durability
+	durability = spec.Durability
 	switch durability {
 	case "":
 		durability = DurabilityStandard
 	case DurabilityStandard, DurabilityAsync, DurabilityUnlogged:
 	default:
-		return nil, &backends.SpecError{Field: "durability", Value: spec.Durability,
-			Reason: "must be unlogged, async or standard"}
+		errs = append(errs, &backends.SpecError{Field: "durability", Value: spec.Durability,
+			Reason: "must be unlogged, async or standard"})
 	}
 	k, ok := lookupKeyType(spec.KeyType)
 	if !ok {
-		return nil, &backends.SpecError{Field: "key_type", Value: spec.KeyType, Reason: "must be text, uuid or bigint"}
+		errs = append(errs, &backends.SpecError{Field: "key_type", Value: spec.KeyType, Reason: "must be text, uuid or bigint"})
 	}
-	if err := checkAttach(spec.Attach); err != nil {
+	return t, durability, k, errors.Join(errs...)
+}
+
+// openKV checks a kv route's options and builds its store; its table is
+// set up by the caller (Open) or on first use.
+func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
+	t, durability, k, err := kvSpec(spec)
+	if err != nil {
 		return nil, err
 	}
 	pool, err := d.poolFor(durability)
@@ -82,15 +89,6 @@ func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
 		s.sweeper = startSweeper(s, iv)
 	}
 	return s, nil
-}
-
-// checkAttach accepts the attach option; the coherence layer installs the
-// triggers, not the backend.
-func checkAttach(v string) error {
-	if v != "" && v != "auto" {
-		return &backends.SpecError{Field: "attach", Value: v, Reason: `must be "" or "auto"`}
-	}
-	return nil
 }
 
 // Durability is the route's durability: unlogged, async or standard.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -90,23 +91,25 @@ func (o *Options) fill() {
 	}
 }
 
-// validate checks the filled options; each error names the field.
+// validate checks the filled options: every problem, one per line, each
+// naming the field.
 func (o *Options) validate() error {
-	switch {
-	case o.MaxConns < 1:
-		return fmt.Errorf("max_conns: %d must be at least 1", o.MaxConns)
-	case o.MinConns < 0 || o.MinConns > o.MaxConns:
-		return fmt.Errorf("min_conns: %d must be between 0 and max_conns (%d)", o.MinConns, o.MaxConns)
-	case o.ConnectTimeout < 0:
-		return fmt.Errorf("connect_timeout: %v must be positive", o.ConnectTimeout)
-	case o.CommandTimeout < 0:
-		return fmt.Errorf("command_timeout: %v must be positive", o.CommandTimeout)
-	case o.MaxConnLifetime < 0:
-		return fmt.Errorf("max_conn_lifetime: %v must be positive", o.MaxConnLifetime)
-	case o.MaxConnIdleTime < 0:
-		return fmt.Errorf("max_conn_idle_time: %v must be positive", o.MaxConnIdleTime)
+	var errs []error
+	check := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
 	}
-	return nil
+	check(o.MaxConns < 1, "max_conns: %d must be at least 1", o.MaxConns)
+	check(o.MinConns < 0 || o.MinConns > o.MaxConns, "min_conns: %d must be between 0 and max_conns (%d)", o.MinConns, o.MaxConns)
+	check(o.ConnectTimeout < 0, "connect_timeout: %v must be positive", o.ConnectTimeout)
+	check(o.CommandTimeout < 0, "command_timeout: %v must be positive", o.CommandTimeout)
+	check(o.MaxConnLifetime < 0, "max_conn_lifetime: %v must be positive", o.MaxConnLifetime)
+	check(o.MaxConnIdleTime < 0, "max_conn_idle_time: %v must be positive", o.MaxConnIdleTime)
+	if _, err := pgxpool.ParseConfig(o.DSN); err != nil {
+		errs = append(errs, fmt.Errorf("dsn: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // poolConfig builds one pool's config from the options; params are extra

@@ -38,22 +38,30 @@ type tableShape struct {
 
 // openTable builds a table route's store; the catalog is read by the
 // caller (Open) or on first use.
-func (d *Driver) openTable(spec backends.RouteSpec) (*Table, error) {
+// tableSpec reads a table route's options, refusing every one it cannot
+// honour.
+func tableSpec(spec backends.RouteSpec) (tableName, error) {
+	var errs []error
 	t, err := parseTableName(spec.SourceTable)
 	if err != nil || t.schema == "" {
-		return nil, &backends.SpecError{Field: "source_table", Value: spec.SourceTable, Reason: "must be schema.table"}
+		errs = append(errs, &backends.SpecError{Field: "source_table", Value: spec.SourceTable, Reason: "must be schema.table"})
 	}
 	if spec.KeyType != "" {
-		return nil, &backends.SpecError{Field: "key_type", Value: spec.KeyType,
-			Reason: "a table route's key is the table's primary key"}
+		errs = append(errs, &backends.SpecError{Field: "key_type", Value: spec.KeyType,
+			Reason: "a table route's key is the table's primary key"})
 	}
 	switch spec.Durability {
 	case "", DurabilityStandard, DurabilityAsync:
 	default:
-		return nil, &backends.SpecError{Field: "durability", Value: spec.Durability,
-			Reason: "a table route writes an existing table: standard or async (durability unlogged is a kv table's)"}
+		errs = append(errs, &backends.SpecError{Field: "durability", Value: spec.Durability,
+			Reason: "a table route writes an existing table: standard or async (durability unlogged is a kv table's)"})
 	}
-	if err := checkAttach(spec.Attach); err != nil {
+	return t, errors.Join(errs...)
+}
+
+func (d *Driver) openTable(spec backends.RouteSpec) (*Table, error) {
+	t, err := tableSpec(spec)
+	if err != nil {
 		return nil, err
 	}
 	pool, err := d.poolFor(spec.Durability)

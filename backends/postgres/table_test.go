@@ -332,3 +332,33 @@ func TestTableGetsShareQueries(t *testing.T) {
 		t.Error("no read shared a query with 32 readers on 2 connections")
 	}
 }
+
+// CanonicalKey: the JSON spellings of a row's key become the one its fence
+// key takes; a key that would name another row that way, or none, stays as
+// it came.
+func TestCanonicalKey(t *testing.T) {
+	d := newDriver(t, Options{})
+	for _, tc := range []struct {
+		name, pk string
+		canon    map[string]string // key -> its canonical spelling
+	}{
+		{"bigint", "id bigint PRIMARY KEY", map[string]string{
+			"42": "42", "[42]": "42", `"42"`: "42", `["42"]`: "42", "042": "042", "abc": "abc", `"abc"`: `"abc"`}},
+		{"text", "id text PRIMARY KEY", map[string]string{
+			"abc": "abc", `"abc"`: "abc", `["abc"]`: "abc",
+			`"[x]"`: `"[x]"`, `"\"q\""`: `"\"q\""`, `"null"`: `"null"`}},
+		{"composite", "a int, b text, PRIMARY KEY (a, b)", map[string]string{
+			`[1, "x"]`: `[1,"x"]`, `["1","x"]`: `[1,"x"]`, `[1,"x"]`: `[1,"x"]`, `[1]`: `[1]`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			source := "public." + uniqueTable(t)
+			sql(t, fmt.Sprintf("CREATE TABLE %s (%s, note text)", source, tc.pk))
+			s := openTableRoute(t, d, source)
+			for key, want := range tc.canon {
+				if got := s.CanonicalKey(key); got != want {
+					t.Errorf("CanonicalKey(%s) = %s, want %s", key, got, want)
+				}
+			}
+		})
+	}
+}

@@ -14,7 +14,7 @@ import (
 // pg_local_cache spells it (seeds/001): CRUD:<db>.<schema>.<table>: followed
 // by the primary key. The router strips it; the backend sees the key.
 func CRUDPrefix(dbname, schema, table string) string {
-	return "CRUD:" + dbname + "." + schema + "." + table + ":"
+	return backends.CRUDMark + dbname + "." + schema + "." + table + ":"
 }
 
 // parseRowKey reads a table route's key into one text value per primary

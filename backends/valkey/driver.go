@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/deadline"
+	"github.com/pgcache/pgcache/internal/decode"
 )
 
 // Connecting in the background: the first attempt at once, then with a
@@ -72,7 +73,7 @@ func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
 		opts:      o,
 		timeout:   time.Duration(o.CommandTimeout),
 		deadlines: deadline.New(time.Duration(o.CommandTimeout)),
-		log:       log.Named("valkey").With(zap.String("backend", name)),
+		log:       log.Named("valkey"), // the caller names the backend (backends.Factory)
 		tried:     make(chan struct{}),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -171,15 +172,14 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, fmt.Errorf("backend %s: open: %w", d.name, errClosed)
+		return nil, fmt.Errorf("open: %w", errClosed)
 	}
 	prefix := spec.Name + ":"
 	if d.opts.RawKeys {
 		prefix = ""
 		for other, n := range d.routes {
 			if other != spec.Name && n > 0 {
-				return nil, &backends.SpecError{Field: "backend", Value: d.name,
-					Reason: fmt.Sprintf("raw_keys: the backend's keys belong to route %q already", other)}
+				return nil, rawKeysTaken(other)
 			}
 		}
 	}
@@ -195,10 +195,30 @@ func (d *Driver) release(route string) {
 	}
 }
 
+// checkRoutes refuses the table options, which only postgres has, and a
+// second route on a raw_keys backend (backends.RouteCheck).
+func checkRoutes(options map[string]any, specs []backends.RouteSpec) []error {
+	var o Options
+	raw := decode.Strict(options, &o) == nil && o.RawKeys // bad options: New says why
+	errs := make([]error, len(specs))
+	for i, s := range specs {
+		errs[i] = refuse(s)
+		if errs[i] == nil && raw && i > 0 {
+			errs[i] = rawKeysTaken(specs[0].Name)
+		}
+	}
+	return errs
+}
+
+func rawKeysTaken(route string) error {
+	return &backends.SpecError{Field: "backend",
+		Reason: fmt.Sprintf("raw_keys: the backend's keys belong to route %q already", route)}
+}
+
 func refuse(spec backends.RouteSpec) error {
 	for field, v := range map[string]string{
 		"table": spec.Table, "durability": spec.Durability, "key_type": spec.KeyType,
-		"source_table": spec.SourceTable, "attach": spec.Attach,
+		"source_table": spec.SourceTable,
 	} {
 		if v != "" {
 			return &backends.SpecError{Field: field, Value: v, Reason: "the valkey backend has no tables"}
@@ -244,4 +264,5 @@ var (
 	_ backends.Checker     = (*Driver)(nil)
 	_ backends.InfoSection = (*Driver)(nil)
 	_ backends.Collector   = (*Driver)(nil)
+	_ backends.RouteCheck  = checkRoutes
 )

@@ -45,27 +45,27 @@ func wrongType(err error) bool {
 }
 
 // fail turns what valkey-go returned for op into the error a Backend
-// returns, naming the backend and the operation. When the caller's own
+// returns, naming the operation (the caller names the backend). When the caller's own
 // context ended, that is the error: the store did nothing wrong.
 func (d *Driver) fail(parent context.Context, op string, err error) error {
 	if perr := parent.Err(); perr != nil {
-		return fmt.Errorf("backend %s: %s: %w", d.name, op, perr)
+		return fmt.Errorf("%s: %w", op, perr)
 	}
 	d.stats.errors.Add(1)
 	if verr, ok := valkey.IsValkeyErr(err); ok {
 		msg := verr.Error()
 		switch {
 		case strings.Contains(msg, notIntegerText):
-			return fmt.Errorf("backend %s: %s: %w", d.name, op, backends.ErrNotInteger)
+			return fmt.Errorf("%s: %w", op, backends.ErrNotInteger)
 		case strings.Contains(msg, overflowText):
-			return fmt.Errorf("backend %s: %s: %w", d.name, op, backends.ErrOverflow)
+			return fmt.Errorf("%s: %w", op, backends.ErrOverflow)
 		}
 		code, _, _ := strings.Cut(msg, " ")
 		if !unavailableCodes[code] {
-			return fmt.Errorf("backend %s: %s: %w", d.name, op, err)
+			return fmt.Errorf("%s: %w", op, err)
 		}
 	}
 	// Anything the server did not say (a refused or broken connection, the
 	// command timeout, a closed client) is unavailability too.
-	return fmt.Errorf("backend %s: %s: %w: %w", d.name, op, backends.ErrUnavailable, err)
+	return fmt.Errorf("%s: %w: %w", op, backends.ErrUnavailable, err)
 }

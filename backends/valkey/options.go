@@ -110,11 +110,13 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// validate checks the options after setDefaults.
+// validate checks the options after setDefaults: every problem, one per
+// line, each naming the field.
 func (o *Options) validate() error {
+	var errs []error
 	for i, a := range o.Addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {
-			return fmt.Errorf("addrs[%d]: %q is not host:port", i, a)
+			errs = append(errs, fmt.Errorf("addrs[%d]: %q is not host:port", i, a))
 		}
 	}
 	for _, d := range []struct {
@@ -122,21 +124,22 @@ func (o *Options) validate() error {
 		v     decode.Duration
 	}{{"dial_timeout", o.DialTimeout}, {"command_timeout", o.CommandTimeout}} {
 		if d.v < 0 {
-			return fmt.Errorf("%s: %q must be positive", d.field, d.v)
+			errs = append(errs, fmt.Errorf("%s: %q must be positive", d.field, d.v))
 		}
 	}
 	if n := o.ConnsPerNode; n < 0 || n > maxConnsPerNode || n&(n-1) != 0 {
-		return fmt.Errorf("conns_per_node: %d must be a power of two up to %d", n, maxConnsPerNode)
+		errs = append(errs, fmt.Errorf("conns_per_node: %d must be a power of two up to %d", n, maxConnsPerNode))
 	}
 	if cc := o.ClientCache; cc != nil {
 		if cc.TTL < 0 {
-			return fmt.Errorf("client_cache.ttl: %q must be positive", cc.TTL)
+			errs = append(errs, fmt.Errorf("client_cache.ttl: %q must be positive", cc.TTL))
 		}
 		if cc.MaxBytes < 0 {
-			return fmt.Errorf("client_cache.max_bytes: %d must be positive", cc.MaxBytes)
+			errs = append(errs, fmt.Errorf("client_cache.max_bytes: %d must be positive", cc.MaxBytes))
 		}
 	}
-	return o.TLS.validate()
+	errs = append(errs, o.TLS.validate())
+	return errors.Join(errs...)
 }
 
 func (t *TLSOptions) validate() error {

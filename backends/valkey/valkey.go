@@ -24,7 +24,10 @@ import (
 // TypeName is the `type:` of this backend in the config.
 const TypeName = "valkey"
 
-func init() { backends.Register(TypeName, New) }
+func init() {
+	backends.Register(TypeName, New)
+	backends.RegisterRouteCheck(TypeName, checkRoutes)
+}
 
 // New builds a valkey driver from its config options, decoded strictly (an
 // unknown option is an error). It starts connecting and returns at once.

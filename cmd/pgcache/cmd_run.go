@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,21 +36,29 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 		return code
 	}
 	src := conf.Source{File: *file, Flags: fs}
-	cfg, err := conf.Load(src)
+	// Decoded only: server.New validates it with every other check that
+	// needs no network, the ones `pgcache validate` makes, and reports
+	// every reason at once.
+	cfg, err := conf.Decode(src)
 	if err != nil {
 		fmt.Fprintf(stderr, "pgcache: config:\n%v\n", err)
 		return exitError
 	}
 	log, err := server.NewLogger(cfg.Log)
 	if err != nil {
-		fmt.Fprintf(stderr, "pgcache: log: %v\n", err)
-		return exitError
+		// log.level or log.format is wrong: server.New names it with the
+		// rest. Until then, zap's defaults.
+		log, _ = server.NewLogger(conf.Log{Level: conf.DefaultLogLevel, Format: conf.DefaultLogFormat})
 	}
 	defer log.Sync()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	srv, err := server.New(ctx, cfg, log)
 	cancel()
+	if errs, ok := errors.AsType[conf.Errors](err); ok {
+		fmt.Fprintf(stderr, "pgcache: config:\n%v\n", errs)
+		return exitError
+	}
 	if err != nil {
 		log.Error("start", zap.Error(err))
 		return exitError

@@ -33,8 +33,9 @@ func init() {
 	})
 }
 
-// cmdValidate loads the config as `run` would and builds each backend from
-// its options (which checks them, without connecting anywhere).
+// cmdValidate makes the checks `run` makes before it opens a route: the
+// config, its certificate files, each backend's options and each route's
+// (server.Check), without connecting anywhere, and prints every reason.
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fs := commands["validate"].flags(stderr)
 	file := fs.String("config", "", "YAML config file to check")
@@ -42,10 +43,10 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	cfg, err := conf.Load(conf.Source{File: *file, Flags: fs})
+	cfg, err := conf.Decode(conf.Source{File: *file, Flags: fs})
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = server.CheckBackends(ctx, cfg, zap.NewNop())
+		err = server.Check(ctx, cfg, zap.NewNop())
 		cancel()
 	}
 	if err != nil {

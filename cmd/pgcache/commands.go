@@ -27,11 +27,13 @@ const (
 )
 
 func runCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		// A command line that does nothing: say what would, where errors go.
+		usage(stderr)
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
 	}
 	c, ok := commands[args[0]]

@@ -44,7 +44,8 @@ func (d Duration) String() string { return time.Duration(d).String() }
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // Strict decodes input into out (a pointer to a struct with mapstructure
-// tags). Unknown keys and values of the wrong kind are errors.
+// tags). Unknown keys and values of the wrong kind are errors: Errors,
+// each line naming the key by its path inside input.
 func Strict(input any, out any) error {
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		ErrorUnused:      true,
@@ -56,8 +57,15 @@ func Strict(input any, out any) error {
 	if err != nil {
 		return err
 	}
-	return dec.Decode(input)
+	if err := dec.Decode(input); err != nil {
+		return cleanError(err, reflect.TypeOf(out).Elem().String())
+	}
+	return nil
 }
+
+// Clean is Strict's error report for a decode made elsewhere (koanf's
+// unmarshal) into a value of type root (its Go name, like "conf.Config").
+func Clean(err error, root string) error { return cleanError(err, root) }
 
 // FileMode is a permission mode written in config as an octal string
 // ("0660"). YAML reads an unquoted 0660 as octal already, so a number is
