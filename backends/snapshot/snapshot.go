@@ -53,6 +53,10 @@ type Write struct {
 	// TTLOnly is true when the value is the one loaded and only the
 	// lifetime changed (EXPIRE, PERSIST).
 	TTLOnly bool
+	// TTLKept is true when the value changed and the lifetime is the one
+	// loaded (KEEPTTL, INCR): TTL is exactly the loaded one, and a store
+	// that can keep a key's deadline as it is (SET … KEEPTTL) may.
+	TTLKept bool
 }
 
 // loaded is a key as the store held it at the load.
@@ -111,7 +115,8 @@ func Run(keys []string, state []backends.Expiring, start time.Time, fn func(tx b
 		if sameVal && exp == before.exp {
 			continue
 		}
-		w := Write{Key: k, Val: val, TTL: backends.TTLPersistent, Existed: before.val != nil, TTLOnly: sameVal}
+		w := Write{Key: k, Val: val, TTL: backends.TTLPersistent, Existed: before.val != nil,
+			TTLOnly: sameVal, TTLKept: before.val != nil && exp == before.exp}
 		if exp != 0 {
 			w.TTL = time.Duration(exp - base)
 		}

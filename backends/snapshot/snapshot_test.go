@@ -49,15 +49,19 @@ func TestRunWrites(t *testing.T) {
 		{"new value keeps the deadline", ex{Val: []byte("v"), TTL: hour}, func(tx backends.Backend) error {
 			_, err := tx.Set(ctx, "k", []byte("w"), backends.SetOptions{TTL: backends.TTL{Mode: backends.TTLKeep}})
 			return err
-		}, []Write{{Key: "k", Val: []byte("w"), TTL: hour, Existed: true}}},
+		}, []Write{{Key: "k", Val: []byte("w"), TTL: hour, Existed: true, TTLKept: true}}},
 		{"plain set drops the deadline", ex{Val: []byte("v"), TTL: hour}, func(tx backends.Backend) error {
 			_, err := tx.Set(ctx, "k", []byte("w"), backends.SetOptions{})
 			return err
 		}, []Write{{Key: "k", Val: []byte("w"), TTL: persistent, Existed: true}}},
+		{"new value, still none", ex{Val: []byte("v"), TTL: persistent}, func(tx backends.Backend) error {
+			_, err := tx.Set(ctx, "k", []byte("w"), backends.SetOptions{})
+			return err
+		}, []Write{{Key: "k", Val: []byte("w"), TTL: persistent, Existed: true, TTLKept: true}}},
 		{"incr keeps the deadline", ex{Val: []byte("41"), TTL: hour}, func(tx backends.Backend) error {
 			_, err := backends.DoIncrBy(ctx, tx, "k", 1)
 			return err
-		}, []Write{{Key: "k", Val: []byte("42"), TTL: hour, Existed: true}}},
+		}, []Write{{Key: "k", Val: []byte("42"), TTL: hour, Existed: true, TTLKept: true}}},
 		{"expire", ex{Val: []byte("v"), TTL: persistent}, func(tx backends.Backend) error {
 			_, err := backends.DoExpire(ctx, tx, "k", backends.TTL{Mode: backends.TTLRelative, D: time.Minute}, backends.ExpireAlways)
 			return err
@@ -122,7 +126,7 @@ func TestRunKeptDeadlineExact(t *testing.T) {
 		_, err := backends.DoIncrBy(ctx, tx, "k", 1)
 		return err
 	})
-	if err != nil || len(got) != 1 || got[0].TTL != ttl {
+	if err != nil || len(got) != 1 || got[0].TTL != ttl || !got[0].TTLKept {
 		t.Fatalf("writes = %+v, %v; want one with TTL exactly %v", got, err, ttl)
 	}
 }
