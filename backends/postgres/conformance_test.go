@@ -20,3 +20,17 @@ func TestConformance(t *testing.T) {
 		})
 	}
 }
+
+// TestAtomicConformance runs the contract of Atomic against a kv table of
+// each durability.
+func TestAtomicConformance(t *testing.T) {
+	d := newDriver(t, Options{})
+	for _, durability := range []string{DurabilityStandard, DurabilityAsync, DurabilityUnlogged} {
+		t.Run(durability, func(t *testing.T) {
+			table := uniqueTable(t)
+			backendtest.RunAtomic(t, func(t *testing.T) backends.Backend {
+				return openKV(t, d, table, durability, "")
+			})
+		})
+	}
+}

@@ -1,0 +1,172 @@
+package valkey
+
+import (
+	"context"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/snapshot"
+)
+
+// errCrossSlot is Redis Cluster's refusal of a transaction over keys of
+// several hash slots, in its words: one node can only promise atomicity
+// over its own keys. Keys that share a hash tag ("{user1}:a") share a slot.
+var errCrossSlot = backends.Refusal("CROSSSLOT Keys in request don't hash to the same slot")
+
+// Atomically runs fn on the declared keys as Redis clients make a
+// transaction of a read-modify-write: on a connection of its own, WATCH the
+// keys and read them, run fn on a copy (package snapshot), and write what
+// it changed in MULTI/EXEC. EXEC fails when another client wrote a key
+// after the WATCH, and the run starts over: fn may run more than once.
+//
+// The reads are pipelined commands, not one: another client may write
+// between two of them, and fn would see a state the store never had. So an
+// attempt always ends with an EXEC, empty when fn wrote nothing or failed:
+// its success says no watched key changed since the WATCH, so what fn saw
+// was the store as it was at that EXEC.
+func (s *Store) Atomically(ctx context.Context, keys []string, fn func(tx backends.Backend) error) error {
+	keys = snapshot.Unique(keys)
+	if len(keys) == 0 {
+		_, err := snapshot.Run(nil, nil, time.Now(), fn)
+		return err
+	}
+	_, done, c, err := s.d.begin(ctx, "atomic")
+	if err != nil {
+		return err
+	}
+	defer done()
+	run := watchedRun{keys: keys, ks: s.keys(keys), fn: fn}
+	if c.cluster && !oneSlot(c, run.ks) {
+		return errCrossSlot
+	}
+	err = c.Dedicated(func(dc valkey.DedicatedClient) error {
+		for range maxWatchRetries {
+			done, err := s.atomicOnce(ctx, dc, &run)
+			if err != nil || done {
+				return err
+			}
+		}
+		return errWatchContention
+	})
+	// Whether EXEC applied or not (a reply that timed out), this process
+	// must read the keys from the server from now on.
+	s.written(run.written...)
+	if err != nil {
+		return s.d.fail(ctx, "atomic", err)
+	}
+	return run.fnErr
+}
+
+// watchedRun is one Atomically call: its keys as Unique returns them and
+// as the server names them, fn with its last error, and the keys sent in
+// an EXEC (of any attempt: fencing one more is harmless).
+type watchedRun struct {
+	keys, ks []string
+	fn       func(tx backends.Backend) error
+	fnErr    error
+	written  []string
+}
+
+// oneSlot reports whether keys hash to one cluster slot.
+func oneSlot(c *client, keys []string) bool {
+	first := c.B().Get().Key(keys[0]).Build()
+	for _, k := range keys[1:] {
+		if cmd := c.B().Get().Key(k).Build(); cmd.Slot() != first.Slot() {
+			return false
+		}
+	}
+	return true
+}
+
+// atomicOnce is one attempt: WATCH and read (one round trip), fn, and
+// MULTI, the writes, EXEC (one more); done is false when EXEC found a key
+// changed. Each round trip has its own command timeout; fn is bounded by
+// its caller (a script's limits).
+func (s *Store) atomicOnce(ctx context.Context, dc valkey.DedicatedClient, run *watchedRun) (done bool, err error) {
+	// Before the reads: a deadline in the copy is never later than the
+	// key's, and a lifetime written back never longer than it was.
+	start := time.Now()
+	cmds := make(valkey.Commands, 0, 1+2*len(run.ks))
+	cmds = append(cmds, dc.B().Watch().Key(run.ks...).Build())
+	for _, k := range run.ks {
+		cmds = append(cmds, dc.B().Get().Key(k).Build(), dc.B().Pttl().Key(k).Build())
+	}
+	reads := dc.DoMulti(s.d.bound.Of(ctx), cmds...)
+	if err := reads[0].Error(); err != nil {
+		return false, err
+	}
+	state := make([]backends.Expiring, len(run.ks))
+	for i := range run.ks {
+		// A key of another type fails with the server's WRONGTYPE: fn
+		// would take it for absent, and a write would replace it.
+		v, err := reads[1+2*i].ToString()
+		switch {
+		case valkey.IsValkeyNil(err):
+			continue
+		case err != nil:
+			return false, err
+		}
+		ms, err := reads[2+2*i].AsInt64()
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case ms >= 0:
+			state[i] = backends.Expiring{Val: []byte(v), TTL: time.Duration(ms) * time.Millisecond}
+		case ms == -1:
+			state[i] = backends.Expiring{Val: []byte(v), TTL: backends.TTLPersistent}
+		} // -2: expired after the GET, which aborts the EXEC
+	}
+	writes, fnErr := snapshot.Run(run.keys, state, start, run.fn)
+	run.fnErr = fnErr
+	cmds = append(cmds[:0], dc.B().Multi().Build())
+	for _, w := range writes {
+		k := s.key(w.Key)
+		cmds = append(cmds, s.writeCmd(dc, k, w, time.Since(start)))
+		run.written = append(run.written, k)
+	}
+	cmds = append(cmds, dc.B().Exec().Build())
+	res := dc.DoMulti(s.d.bound.Of(ctx), cmds...)
+	exec := res[len(res)-1]
+	replies, err := exec.ToArray()
+	switch {
+	case valkey.IsValkeyNil(err):
+		return false, nil // a key changed since the WATCH: read again
+	case err != nil:
+		return false, err
+	}
+	for _, r := range replies {
+		if err := r.Error(); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// writeCmd is the command that makes key k what w says, elapsed after the
+// load instant: lifetimes are sent relative, so they shrink by elapsed,
+// except one fn kept, which KEEPTTL keeps exactly.
+func (s *Store) writeCmd(dc valkey.DedicatedClient, k string, w snapshot.Write, elapsed time.Duration) valkey.Completed {
+	if w.Val == nil {
+		return dc.B().Del().Key(k).Build()
+	}
+	if w.TTLKept {
+		return dc.B().Arbitrary("SET").Keys(k).Args(string(w.Val), "KEEPTTL").Build()
+	}
+	rem := w.TTL - elapsed
+	switch {
+	case w.TTL == backends.TTLPersistent && w.TTLOnly:
+		return dc.B().Persist().Key(k).Build()
+	case w.TTL == backends.TTLPersistent:
+		return dc.B().Set().Key(k).Value(string(w.Val)).Build()
+	case rem <= 0:
+		return dc.B().Del().Key(k).Build() // its deadline passed during the run
+	case w.TTLOnly:
+		return dc.B().Pexpire().Key(k).Milliseconds(ceilMillis(rem)).Build()
+	}
+	return dc.B().Set().Key(k).Value(string(w.Val)).PxMilliseconds(ceilMillis(rem)).Build()
+}
+
+var _ backends.Atomic = (*Store)(nil)
