@@ -23,6 +23,10 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		backendtest.Run(t, func(t *testing.T) backends.Backend { return tab.ByName("kv").Backend })
+		backendtest.RunAtomic(t, func(t *testing.T) backends.Backend { return tab.ByName("kv").Backend })
+	})
+	t.Run("tier-atomic", func(t *testing.T) {
+		backendtest.RunAtomic(t, func(t *testing.T) backends.Backend { return unclosed{a.tier} })
 	})
 }
 

@@ -29,6 +29,24 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestAtomicConformance runs atomic runs through the wrapper.
+func TestAtomicConformance(t *testing.T) {
+	d := memory.NewDriver("mem", 64<<20)
+	t.Cleanup(func() { d.Close() })
+	backendtest.RunAtomic(t, func(t *testing.T) backends.Backend {
+		b, err := d.Open(context.Background(), backends.RouteSpec{Name: t.Name()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab, err := NewTable([]*Route{{Name: t.Name(), Backend: b, BackendName: "mem"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tab.Close() })
+		return tab.ByName(t.Name()).Backend
+	})
+}
+
 // TestCapabilitiesThroughWrapper: optional capabilities of the backend are
 // found through the wrapper.
 func TestCapabilitiesThroughWrapper(t *testing.T) {

@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -110,10 +112,9 @@ func (st *stripe) readOK(seq uint64) bool { return st == nil || st.seq.Load() ==
 
 // Atomically runs fn with keys' stripes held: fn's calls on tx see no
 // other write of keys, and no reader sees some of its writes and not
-// others. Writes already made stay when fn fails: like Redis, the memory
-// store has no rollback.
+// others. When fn fails, the keys it wrote get back what they held.
 func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends.Backend) error) error {
-	if s.locks == nil { // already inside a run: its keys are held
+	if s.locks == nil { // a store without locks: a scratch store, or a run's
 		return fn(s)
 	}
 	idx := make([]int, 0, len(keys))
@@ -144,7 +145,144 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 			st.mu.Unlock()
 		}
 	}()
-	return fn(&Store{c: s.c, sweep: s.sweep, cursors: s.cursors, moves: s.moves})
+	tx := &memTx{Store: &Store{c: s.c, sweep: s.sweep, cursors: s.cursors, moves: s.moves},
+		declared: make(map[string]struct{}, len(keys))}
+	for _, k := range keys {
+		tx.declared[k] = struct{}{}
+	}
+	err := fn(tx)
+	if err != nil {
+		tx.rollback()
+	}
+	return err
+}
+
+// memTx is an atomic run's view of a memory store: the run's keys only,
+// with what each written key held kept until the run ends.
+type memTx struct {
+	*Store
+	declared map[string]struct{}
+	undo     map[string]*item // a written key's item before the run; nil: absent
+}
+
+func (t *memTx) check(keys ...string) error {
+	for _, k := range keys {
+		if _, ok := t.declared[k]; !ok {
+			return fmt.Errorf("%w: %q", backends.ErrUndeclaredKey, k)
+		}
+	}
+	return nil
+}
+
+// save keeps what k holds before the run first writes it.
+func (t *memTx) save(keys ...string) {
+	if t.undo == nil {
+		t.undo = map[string]*item{}
+	}
+	for _, k := range keys {
+		if _, done := t.undo[k]; !done {
+			it, _ := t.c.GetIfPresent(k)
+			t.undo[strings.Clone(k)] = it
+		}
+	}
+}
+
+func (t *memTx) rollback() {
+	for k, it := range t.undo {
+		if it == nil {
+			t.c.Invalidate(k)
+		} else {
+			t.c.Set(k, it)
+		}
+	}
+}
+
+func (t *memTx) Get(ctx context.Context, k string) ([]byte, bool, error) {
+	if err := t.check(k); err != nil {
+		return nil, false, err
+	}
+	return t.Store.Get(ctx, k)
+}
+
+func (t *memTx) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
+	if err := t.check(keys...); err != nil {
+		return dst, err
+	}
+	return t.Store.MGet(ctx, keys, dst)
+}
+
+func (t *memTx) Exists(ctx context.Context, keys []string) (int64, error) {
+	if err := t.check(keys...); err != nil {
+		return 0, err
+	}
+	return t.Store.Exists(ctx, keys)
+}
+
+func (t *memTx) TTL(ctx context.Context, k string) (time.Duration, error) {
+	if err := t.check(k); err != nil {
+		return 0, err
+	}
+	return t.Store.TTL(ctx, k)
+}
+
+func (t *memTx) ExpireTime(ctx context.Context, k string) (int64, error) {
+	if err := t.check(k); err != nil {
+		return 0, err
+	}
+	return t.Store.ExpireTime(ctx, k)
+}
+
+func (t *memTx) Set(ctx context.Context, k string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
+	if err := t.check(k); err != nil {
+		return backends.SetResult{}, err
+	}
+	t.save(k)
+	return t.Store.Set(ctx, k, val, opts)
+}
+
+func (t *memTx) MSet(ctx context.Context, pairs []backends.KV) error {
+	for _, p := range pairs {
+		if err := t.check(p.Key); err != nil {
+			return err
+		}
+		t.save(p.Key)
+	}
+	return t.Store.MSet(ctx, pairs)
+}
+
+func (t *memTx) Del(ctx context.Context, keys []string) (int64, error) {
+	if err := t.check(keys...); err != nil {
+		return 0, err
+	}
+	t.save(keys...)
+	return t.Store.Del(ctx, keys)
+}
+
+func (t *memTx) Update(ctx context.Context, k string, u backends.Update) error {
+	if err := t.check(k); err != nil {
+		return err
+	}
+	t.save(k)
+	return t.Store.Update(ctx, k, u)
+}
+
+func (t *memTx) Copy(ctx context.Context, src, dst string, o backends.CopyOptions) (backends.CopyResult, error) {
+	if err := t.check(src, dst); err != nil {
+		return 0, err
+	}
+	t.save(src, dst)
+	return t.Store.Copy(ctx, src, dst, o)
+}
+
+// A run's view has no keyspace-wide operations: a run holds its keys only.
+func (t *memTx) Scan(context.Context, uint64, string, int) (uint64, []string, error) {
+	return 0, nil, backends.ErrUndeclaredKey
+}
+
+func (t *memTx) Flush(context.Context) error { return backends.ErrUndeclaredKey }
+
+func (t *memTx) RandomKey(context.Context) (string, bool, error) {
+	return "", false, backends.ErrUndeclaredKey
 }
 
 var _ backends.Atomic = (*Store)(nil)

@@ -79,8 +79,19 @@ func (s *Store) Flush(context.Context) error {
 // between the two is then simply later than the copy, and src is removed
 // only if it still holds the item copied: a write of src in between is
 // later than the RENAME, and stays. What a reader can see is the moment
-// between the two, when a RENAME's dst is written and its src not yet gone.
-func (s *Store) Copy(_ context.Context, src, dst string, o backends.CopyOptions) (backends.CopyResult, error) {
+// between the two, when a RENAME's dst is written and its src not yet gone;
+// so a copy runs as an atomic run of its two keys (atomic.go), whose
+// readers see both computes or neither.
+func (s *Store) Copy(ctx context.Context, src, dst string, o backends.CopyOptions) (backends.CopyResult, error) {
+	if s.locks != nil {
+		var res backends.CopyResult
+		err := s.Atomically(ctx, []string{src, dst}, func(tx backends.Backend) error {
+			var err error
+			res, err = tx.(*memTx).Store.Copy(ctx, src, dst, o)
+			return err
+		})
+		return res, err
+	}
 	s.moves.Lock()
 	defer s.moves.Unlock()
 	n := now()

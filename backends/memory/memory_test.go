@@ -247,3 +247,11 @@ func BenchmarkSetSpread(b *testing.B) {
 		i = (i + 7919) % len(keys)
 	}
 }
+
+func TestAtomicConformance(t *testing.T) {
+	backendtest.RunAtomic(t, func(t *testing.T) backends.Backend {
+		d := NewDriver("mem", 64<<20)
+		t.Cleanup(func() { d.Close() })
+		return open(t, d, "r")
+	})
+}

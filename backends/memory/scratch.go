@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"sync"
+
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/internal/sweep"
@@ -24,7 +26,7 @@ type Scratch struct {
 func NewScratch() *Scratch {
 	c := otter.Must(&otter.Options[string, *item]{Executor: inline})
 	// A zero Sweeper is never started: Wrote only records a deadline.
-	return &Scratch{Store: &Store{c: c, sweep: &sweep.Sweeper[*item]{}, release: func() {}}}
+	return &Scratch{Store: &Store{c: c, sweep: &sweep.Sweeper[*item]{}, cursors: newCursors(), moves: new(sync.Mutex), release: func() {}}}
 }
 
 // Peek returns key's value and deadline (unix nanoseconds, 0 for none) as

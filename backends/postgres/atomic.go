@@ -94,7 +94,7 @@ func (s *KV) keyLocks(keys []string) []int64 {
 // exact deadline. Each round trip has its own command timeout; fn, which
 // holds the locks meanwhile, is bounded by its caller (a script's limits).
 func (s *KV) atomicOnce(ctx context.Context, run *atomicRun) (done bool, err error) {
-	bounded := func() context.Context { return s.d.bound.Of(ctx) }
+	bounded := func() context.Context { return s.d.deadlines.Of(ctx) }
 	// Before BEGIN, so before now(): a deadline in the scratch is never
 	// later than its row's.
 	start := time.Now()

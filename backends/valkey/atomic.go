@@ -93,7 +93,7 @@ func (s *Store) atomicOnce(ctx context.Context, dc valkey.DedicatedClient, run *
 	for _, k := range run.ks {
 		cmds = append(cmds, dc.B().Get().Key(k).Build(), dc.B().Pttl().Key(k).Build())
 	}
-	reads := dc.DoMulti(s.d.bound.Of(ctx), cmds...)
+	reads := dc.DoMulti(s.d.deadlines.Of(ctx), cmds...)
 	if err := reads[0].Error(); err != nil {
 		return false, err
 	}
@@ -128,7 +128,7 @@ func (s *Store) atomicOnce(ctx context.Context, dc valkey.DedicatedClient, run *
 		run.written = append(run.written, k)
 	}
 	cmds = append(cmds, dc.B().Exec().Build())
-	res := dc.DoMulti(s.d.bound.Of(ctx), cmds...)
+	res := dc.DoMulti(s.d.deadlines.Of(ctx), cmds...)
 	exec := res[len(res)-1]
 	replies, err := exec.ToArray()
 	switch {
