@@ -3,9 +3,9 @@ package memory
 import (
 	"context"
 	"fmt"
-	"strings"
 	"hash/maphash"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
