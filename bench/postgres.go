@@ -78,7 +78,7 @@ func startPostgres(ctx context.Context, o *Options, note io.Writer) (*pgServer, 
 	s.tuning = s.settings(ctx)
 	s.caps = "none: --no-caps"
 	if !o.NoCaps {
-		s.caps = capProcesses(ctx, fmt.Sprintf("pgcache-bench-postgres-%d.scope", pg.Port), processTree(postmasterPID(pg)))
+		s.caps = capProcesses(ctx, fmt.Sprintf("pgcache-bench-postgres-%d.scope", pg.Port), testenv.ProcessTree(postmasterPID(pg)))
 	}
 	return s, nil
 }

@@ -71,7 +71,7 @@ func startValkey(ctx context.Context, o *Options, note io.Writer) (*valkeyServer
 		s.caps = "none: --no-caps"
 		if !o.NoCaps {
 			pid, _ := strconv.Atoi(infoField(info, "process_id"))
-			s.caps = capProcesses(ctx, fmt.Sprintf("pgcache-bench-valkey-%d.scope", s.owned.Port), processTree(pid))
+			s.caps = capProcesses(ctx, fmt.Sprintf("pgcache-bench-valkey-%d.scope", s.owned.Port), testenv.ProcessTree(pid))
 		}
 	}
 	s.tuning = map[string]string{}
