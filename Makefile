@@ -123,7 +123,8 @@ clean:
 ## install: the binary, the systemd unit, the pgcache user and an example
 ## config (kept if present). PREFIX, SYSCONFDIR, UNITDIR and DESTDIR as usual.
 ## tune-os: print, then apply, the sysctl settings and the PostgreSQL and
-## Valkey/Redis cgroup caps of seeds/000 (DRY_RUN=1 only prints).
+## Valkey/Redis cgroup caps of the published engine comparison (docs/bench.md;
+## DRY_RUN=1 only prints).
 ## verify-units: systemd-analyze verify and security on systemd/ (make test runs it).
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -142,7 +143,8 @@ tune-os:
 verify-units: build
 	systemd/verify.sh $(BIN)
 
-## quick, medium, long: `pgcache bench`, the engine comparison of seeds/000:
+## quick, medium, long: `pgcache bench`, the engine comparison of "PostgreSQL as
+## a High-Performance Cache" (docs/bench.md):
 ## 5 s / 300 s / 600 s of GET per engine on throwaway PostgreSQL and Redis
 ## (BENCH_ARGS adds flags, e.g. BENCH_ARGS='--engines memory,valkey --proto both').
 BENCH_ARGS ?=

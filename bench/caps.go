@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Servers the bench starts are capped as seeds/000 capped its PostgreSQL
+// Servers the bench starts are capped as the published comparison capped its PostgreSQL
 // and Valkey: each in a cgroup of DefaultCPUQuota and DefaultMemoryMax.
 // The cgroup is a transient systemd scope that adopts the running
 // processes (what `systemd-run --scope` does for a new command), made with
