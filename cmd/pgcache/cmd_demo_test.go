@@ -19,9 +19,8 @@ import (
 	"github.com/pgcache/pgcache/internal/testenv"
 )
 
-// demoCheck is what one cheat-sheet command must print. The commands are
-// matched by a part of their text, so the sheet may word them its way, but
-// each must be there.
+// demoChecks are the cheat sheet's commands in order, each by a part of
+// its text (the sheet spells the ports), with what it must print.
 var demoChecks = []struct {
 	command    string // a part of the command line
 	want       string // a part of its output
@@ -101,16 +100,13 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("the demo's processes: %v; want it, PostgreSQL and Valkey/Redis", tree)
 	}
 
-	next := 0
-	for _, c := range demoChecks {
-		i := next
-		for i < len(commands) && !strings.Contains(commands[i], c.command) {
-			i++
+	if len(commands) != len(demoChecks) {
+		t.Fatalf("the cheat sheet has %d commands, the test checks %d: check each one:\n%s", len(commands), len(demoChecks), sheet)
+	}
+	for i, c := range demoChecks {
+		if !strings.Contains(commands[i], c.command) {
+			t.Fatalf("command %d of the cheat sheet is %q; want the one with %q", i+1, commands[i], c.command)
 		}
-		if i == len(commands) {
-			t.Fatalf("the cheat sheet has no command with %q after %q:\n%s", c.command, commands[max(next-1, 0)], sheet)
-		}
-		next = i + 1
 		deadline := time.Now().Add(15 * time.Second)
 		for {
 			got, err := runShell(commands[i])
