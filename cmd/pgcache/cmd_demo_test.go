@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -245,4 +246,21 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A default address that something else listens on is taken: the demo
+// moves that front to a free port instead of failing.
+func TestDemoTakenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if !taken(addr) {
+		t.Errorf("%s is listened on, yet not taken", addr)
+	}
+	ln.Close()
+	if taken(addr) {
+		t.Errorf("%s is free, yet taken", addr)
+	}
 }
