@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -66,10 +67,12 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 			"postgresql redis-server), creates a sample table, runs pgcache with a route of every kind\n"+
 			"in front of them and prints commands to try. Ctrl-C stops everything and removes its files.\n")
 	}
-	listen := map[string]*string{
-		"resp":  fs.String("listen-resp", demoRESP, "RESP address (a free port when the default is taken)"),
-		"http":  fs.String("listen-http", demoHTTP, "HTTP data API address (a free port when the default is taken)"),
-		"admin": fs.String("listen-admin", demoAdmin, "admin API address (a free port when the default is taken)"),
+	fronts := []struct {
+		name, def string
+		addr      *string
+	}{{name: "resp", def: demoRESP}, {name: "http", def: demoHTTP}, {name: "admin", def: demoAdmin}}
+	for i, f := range fronts {
+		fronts[i].addr = fs.String("listen-"+f.name, f.def, f.name+" address (a free port when the default is taken)")
 	}
 	level := fs.String("log-level", "warn", "pgcache's log level: debug, info, warn or error")
 	if code, ok := parse(fs, args); !ok {
@@ -79,10 +82,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	// at listen time; an address given on the command line is kept, and
 	// fails the start if taken.
 	var moved []string
-	for _, front := range []string{"resp", "http", "admin"} {
-		if !fs.Changed("listen-"+front) && taken(*listen[front]) {
-			moved = append(moved, front)
-			*listen[front] = "127.0.0.1:0"
+	for _, f := range fronts {
+		if !fs.Changed("listen-"+f.name) && taken(*f.addr) {
+			moved = append(moved, f.name)
+			*f.addr = "127.0.0.1:0"
 		}
 	}
 
@@ -92,7 +95,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var env demoEnv
 	defer env.stop(stderr)
-	if err := env.start(ctx, *listen["resp"], *listen["http"], *listen["admin"], *level, stderr); err != nil {
+	if err := env.start(ctx, *fronts[0].addr, *fronts[1].addr, *fronts[2].addr, *level, stderr); err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "pgcache demo: interrupted")
 			return exitInterrupted
@@ -100,9 +103,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pgcache demo: %v\n", err)
 		return exitError
 	}
-	for _, front := range moved {
-		fmt.Fprintf(stdout, "note: %s is taken, so %s listens on %s\n",
-			map[string]string{"resp": demoRESP, "http": demoHTTP, "admin": demoAdmin}[front], front, env.srv.Addr(front))
+	for _, f := range fronts {
+		if slices.Contains(moved, f.name) {
+			fmt.Fprintf(stdout, "note: %s is taken, so %s listens on %s\n", f.def, f.name, env.srv.Addr(f.name))
+		}
 	}
 	writeCheatSheet(stdout, env.sheet())
 
