@@ -48,10 +48,12 @@ var demoChecks = []struct {
 // command on it answers as its comment says (a psql UPDATE seen through
 // the L1 included), and Ctrl-C leaves no process and no directory behind.
 func TestDemo(t *testing.T) {
+	// The sheet's clients; psql comes with the server, by its path when
+	// it is not on $PATH.
 	for _, tool := range [][2]string{
 		{"redis-cli", "apt-get install redis-tools"},
 		{"curl", "apt-get install curl"},
-	} { // psql too, which the sheet names by its path when it is not on $PATH
+	} {
 
 		if _, err := testenv.LookPath(tool[0], tool[1]); err != nil {
 			t.Fatalf("the cheat sheet runs %s: %v", tool[0], err)
