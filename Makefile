@@ -1,16 +1,41 @@
 # pgcache — `make run` builds and serves the embedded default (one memory
-# route); `make test` installs the servers the tests need and runs them all.
+# route); `make demo` serves throwaway PostgreSQL and Valkey/Redis with
+# sample data; `make test` installs the servers the tests need and runs
+# them all.
 GO      ?= go
 BIN     := bin/pgcache
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/pgcache/pgcache/server.version=$(VERSION)
 ARGS    ?=
 
-# Debian packages the integration tests start for real: PostgreSQL (initdb,
-# pg_ctl, pgbench) and Redis 7 standing in for Valkey, which bookworm lacks.
-TEST_PACKAGES := postgresql redis-server redis-tools
+# Debian packages, each as the program that shows it is installed and the
+# package that provides it (a,b: either program will do). The tests start
+# PostgreSQL (initdb, pg_ctl, pgbench, psql) and Redis 7 standing in for
+# Valkey, which bookworm lacks, run the demo's cheat sheet (redis-cli, curl)
+# and render report.html in headless Chromium; `make demo` needs the first
+# four.
+DEMO_PACKAGES := initdb:postgresql redis-server,valkey-server:redis-server redis-cli:redis-tools curl:curl
+TEST_PACKAGES := $(DEMO_PACKAGES) systemd-analyze:systemd chromium:chromium
 
-.PHONY: all build run test test-faults test-deps test-packages redis-suite pgext-install lint fmt vet bench clean quick medium long gen-targets proto-gen
+# apt-install installs the packages of $(1) whose program is missing;
+# PostgreSQL's programs are looked for under /usr/lib/postgresql too.
+define apt-install
+	@missing=""; \
+	for pair in $(1); do \
+		found=""; \
+		for prog in $$(echo "$${pair%%:*}" | tr ',' ' '); do \
+			if command -v "$$prog" >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/"$$prog" >/dev/null 2>&1; then found=1; fi; \
+		done; \
+		[ -n "$$found" ] || missing="$$missing $${pair#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
+
+.PHONY: all build run demo demo-packages test test-faults test-deps test-packages redis-suite pgext-install lint fmt vet bench clean quick medium long gen-targets proto-gen
 
 all: build
 
@@ -19,6 +44,13 @@ build:
 
 run: build
 	./$(BIN) run $(ARGS)
+
+## demo: a throwaway PostgreSQL and Valkey/Redis with sample data, pgcache
+## serving a route of every kind in front of them on :6379/:8080/:2019 (a
+## free port for one that is taken), and a cheat sheet of commands to try;
+## Ctrl-C stops everything and removes its files. ARGS as for run.
+demo: build demo-packages
+	./$(BIN) demo $(ARGS)
 
 ## test: install what the tests need, check formatting and vet, verify the
 ## systemd units, run every test with -race (but the fault suite's: test-faults).
@@ -64,17 +96,10 @@ redis-suite: test-deps
 		$(GO) test -count=1 -v -run '^TestRedisSuite$$' ./compat/redissuite/
 
 test-packages:
-	@missing=""; \
-	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	command -v redis-server >/dev/null 2>&1 || command -v valkey-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
-	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-tools"; \
-	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
-	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		if [ "$$(id -u)" != 0 ]; then SUDO=sudo; fi; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	$(call apt-install,$(TEST_PACKAGES))
+
+demo-packages:
+	$(call apt-install,$(DEMO_PACKAGES))
 
 # pgext-install: the C fence trigger (pgext/, the pgcache_fence extension)
 # built against the newest PostgreSQL under /usr/lib/postgresql and
@@ -112,7 +137,8 @@ clean:
 ## install: the binary, the systemd unit, the pgcache user and an example
 ## config (kept if present). PREFIX, SYSCONFDIR, UNITDIR and DESTDIR as usual.
 ## tune-os: print, then apply, the sysctl settings and the PostgreSQL and
-## Valkey/Redis cgroup caps of seeds/000 (DRY_RUN=1 only prints).
+## Valkey/Redis cgroup caps of the published engine comparison (docs/bench.md;
+## DRY_RUN=1 only prints).
 ## verify-units: systemd-analyze verify and security on systemd/ (make test runs it).
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -131,7 +157,8 @@ tune-os:
 verify-units: build
 	systemd/verify.sh $(BIN)
 
-## quick, medium, long: `pgcache bench`, the engine comparison of seeds/000:
+## quick, medium, long: `pgcache bench`, the engine comparison of "PostgreSQL as
+## a High-Performance Cache" (docs/bench.md):
 ## 5 s / 300 s / 600 s of GET per engine on throwaway PostgreSQL and Redis
 ## (BENCH_ARGS adds flags, e.g. BENCH_ARGS='--engines memory,valkey --proto both').
 BENCH_ARGS ?=

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Servers the bench starts are capped as seeds/000 capped its PostgreSQL
+// Servers the bench starts are capped as the published comparison capped its PostgreSQL
 // and Valkey: each in a cgroup of DefaultCPUQuota and DefaultMemoryMax.
 // The cgroup is a transient systemd scope that adopts the running
 // processes (what `systemd-run --scope` does for a new command), made with
@@ -56,41 +55,4 @@ func capProcesses(ctx context.Context, unit string, pids []int) string {
 		return fmt.Sprintf("none: creating systemd scope %s failed: %v: %s", unit, err, strings.TrimSpace(string(out)))
 	}
 	return fmt.Sprintf("systemd scope %s: CPUQuota=%s MemoryMax=%s", unit, DefaultCPUQuota, DefaultMemoryMax)
-}
-
-// processTree returns pid and its descendants, read from /proc: a
-// PostgreSQL postmaster and the background processes it has forked (the
-// sessions it forks later are born in its scope).
-func processTree(pid int) []int {
-	if pid <= 0 {
-		return nil
-	}
-	children := map[int][]int{}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, path := range stats {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may hold spaces and parentheses.
-		s := string(b)
-		end := strings.LastIndexByte(s, ')')
-		if end < 0 {
-			continue
-		}
-		f := strings.Fields(s[end+1:])
-		if len(f) < 2 {
-			continue
-		}
-		p, err1 := strconv.Atoi(strings.Fields(s)[0])
-		pp, err2 := strconv.Atoi(f[1])
-		if err1 == nil && err2 == nil {
-			children[pp] = append(children[pp], p)
-		}
-	}
-	out := []int{pid}
-	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
-	}
-	return out
 }

@@ -1,4 +1,5 @@
-// Package bench is `pgcache bench`: the engine comparison of seeds/000,
+// Package bench is `pgcache bench`: the engine comparison of "PostgreSQL as a
+// High-Performance Cache" (the published comparison, docs/bench.md),
 // run on the user's machine through a real pgcache.
 //
 // # Engines
@@ -24,7 +25,7 @@
 // # A run
 //
 // For each engine and protocol the bench starts a pgcache of its own with
-// that engine's route only, as seeds/000 started its server per engine: no
+// that engine's route only, as the published comparison started its server per engine: no
 // state, pool or garbage of one engine weighs on the next, and an engine
 // this pgcache cannot run (a route option it refuses) is reported as
 // unavailable while the others run. Before pgcache starts, the engine's
@@ -45,7 +46,7 @@
 //
 // By default pgcache runs as a child process, `pgcache run` of the same
 // binary, with GOMAXPROCS=min(4, CPUs) and GOMEMLIMIT=min(10GiB, half the
-// memory): seeds/000's server caps, and the load generator does not share
+// memory): the published comparison's server caps, and the load generator does not share
 // pgcache's scheduler or garbage collector. In-process (--server inproc,
 // and the tests) is simpler but measures both together; the report says
 // which was used.
@@ -54,7 +55,7 @@
 //
 // Without --pg-dsn and --valkey-addr the bench starts throwaway PostgreSQL
 // and Valkey/Redis (internal/testenv, as the postgres user when root) and
-// stops them at the end, Ctrl-C included. It gives PostgreSQL seeds/000's
+// stops them at the end, Ctrl-C included. It gives PostgreSQL the published comparison's
 // tuning (shared_buffers, effective_cache_size, work_mem, WAL settings;
 // durability stays on) and Valkey its cache settings, and, where systemd
 // runs, puts each in a scope of CPUQuota=200% and MemoryMax=4G. Existing

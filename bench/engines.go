@@ -14,7 +14,7 @@ const (
 	svcPostgres
 )
 
-// Engine is one storage paradigm of seeds/000 (plus ours), served by one
+// Engine is one storage paradigm of the published comparison (plus ours), served by one
 // pgcache route. The bench drives the route through pgcache's fronts, never
 // the store directly.
 type Engine struct {
@@ -50,7 +50,7 @@ const (
 	tieredL1TTL   = "60s"
 )
 
-// engines in the order they run, the order of seeds/000 and then ours.
+// engines in the order they run, the order of the published comparison and then ours.
 var engines = []*Engine{
 	{
 		Name: "memory", Storage: "otter in-process cache, vtproto value",

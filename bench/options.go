@@ -14,7 +14,7 @@ import (
 	"github.com/pgcache/pgcache/bench/load"
 )
 
-// Preset durations and sizes: seeds/000's quick, medium and long runs.
+// Preset durations and sizes: the published comparison's quick, medium and long runs.
 const (
 	PresetQuick  = "quick"
 	PresetMedium = "medium"
@@ -29,7 +29,7 @@ type preset struct {
 
 // presets: GET 5 s / 300 s / 600 s per engine, a 30 s warmup for medium
 // and long, and background rows for the table engines scaled from
-// seeds/000's 10,000,000 (quick keeps them small enough for a few minutes).
+// the published comparison's 10,000,000 (quick keeps them small enough for a few minutes).
 var presets = map[string]preset{
 	PresetQuick:  {duration: 5 * time.Second, warmup: 0, rows: 100_000},
 	PresetMedium: {duration: 300 * time.Second, warmup: 30 * time.Second, rows: 1_000_000},
@@ -41,7 +41,7 @@ var Presets = []string{PresetQuick, PresetMedium, PresetLong}
 
 // Defaults.
 const (
-	DefaultKeys       = 100_000 // seeds/000's working set
+	DefaultKeys       = 100_000 // the published comparison's working set
 	DefaultSetTimeout = 15 * time.Minute
 	DefaultPGConns    = 32
 	DefaultOutRoot    = "bench-out"

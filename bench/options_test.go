@@ -3,7 +3,6 @@ package bench
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -96,21 +95,6 @@ func TestEngines(t *testing.T) {
 		if (e.table != nil) != (e.route["source_table"] != nil) || (e.kvTable != "") != (e.route["table"] != nil) {
 			t.Errorf("%s: table %v, kv table %q, route %v", e.Name, e.table, e.kvTable, e.route)
 		}
-	}
-}
-
-func TestProcessTree(t *testing.T) {
-	cmd := exec.Command("sleep", "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	tree := processTree(os.Getpid())
-	if tree[0] != os.Getpid() || !slices.Contains(tree, cmd.Process.Pid) {
-		t.Fatalf("processTree(%d) = %v, want it and its child %d", os.Getpid(), tree, cmd.Process.Pid)
-	}
-	if processTree(0) != nil {
-		t.Fatal("processTree(0) must be empty")
 	}
 }
 

@@ -31,7 +31,7 @@ type pgServer struct {
 // pgConnectTimeout bounds reaching a --pg-dsn.
 const pgConnectTimeout = 10 * time.Second
 
-// pgTuning is seeds/000's postgresql.conf tuning, sized for the 4 GB its
+// pgTuning is the published comparison's postgresql.conf tuning, sized for the 4 GB its
 // PostgreSQL was capped to. A throwaway server gets it with ALTER SYSTEM
 // (and a restart where the setting needs one); testenv already sets
 // max_wal_size, checkpoint_completion_target and wal_buffers.
@@ -78,7 +78,7 @@ func startPostgres(ctx context.Context, o *Options, note io.Writer) (*pgServer, 
 	s.tuning = s.settings(ctx)
 	s.caps = "none: --no-caps"
 	if !o.NoCaps {
-		s.caps = capProcesses(ctx, fmt.Sprintf("pgcache-bench-postgres-%d.scope", pg.Port), processTree(postmasterPID(pg)))
+		s.caps = capProcesses(ctx, fmt.Sprintf("pgcache-bench-postgres-%d.scope", pg.Port), testenv.ProcessTree(postmasterPID(pg)))
 	}
 	return s, nil
 }

@@ -24,7 +24,7 @@ type valkeyServer struct {
 	tuning map[string]string
 }
 
-// valkeyTuning is seeds/000's valkey.conf for a pure cache, applied with
+// valkeyTuning is the published comparison's valkey.conf for a pure cache, applied with
 // CONFIG SET to a throwaway server (testenv already runs it with save ""
 // and appendonly no). io-threads can only be set at start-up, and a
 // throwaway server is started by testenv without it: the report says so.
@@ -71,7 +71,7 @@ func startValkey(ctx context.Context, o *Options, note io.Writer) (*valkeyServer
 		s.caps = "none: --no-caps"
 		if !o.NoCaps {
 			pid, _ := strconv.Atoi(infoField(info, "process_id"))
-			s.caps = capProcesses(ctx, fmt.Sprintf("pgcache-bench-valkey-%d.scope", s.owned.Port), processTree(pid))
+			s.caps = capProcesses(ctx, fmt.Sprintf("pgcache-bench-valkey-%d.scope", s.owned.Port), testenv.ProcessTree(pid))
 		}
 	}
 	s.tuning = map[string]string{}

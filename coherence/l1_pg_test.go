@@ -56,7 +56,7 @@ func newInstance(t testing.TB, table string) *instance {
 	return &instance{coord: c, tier: tier, kv: kv}
 }
 
-// The late-fill race of seeds/001 on a real table: a loader paused after
+// The late-fill race of "Cache-aside without the race" (docs/bench.md) on a real table: a loader paused after
 // its SELECT, an UPDATE committed by plain SQL, its fence delivered through
 // the log, the relay and LISTEN; the loader resumes and its fill is dropped.
 func TestLateFillRaceOnPostgres(t *testing.T) {

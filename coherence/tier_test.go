@@ -120,7 +120,7 @@ func TestHitAfterFill(t *testing.T) {
 	}
 }
 
-// The late-fill race of seeds/001, forced: a loader is paused after its
+// The late-fill race of "Cache-aside without the race" (docs/bench.md), forced: a loader is paused after its
 // read; a write commits and its fence arrives; the loader resumes. Its fill
 // must be dropped, and the next read must return the new value.
 func TestLateFillDropped(t *testing.T) {

@@ -32,7 +32,7 @@ if [ -e "$DESTDIR$cfgdir/pgcache.yaml" ]; then
 	echo "kept $cfgdir/pgcache.yaml (it exists)"
 else
 	install -m 0640 "$here/../conf/pgcache.example.yaml" "$DESTDIR$cfgdir/pgcache.yaml"
-	echo "installed $cfgdir/pgcache.yaml (the example: edit it)"
+	echo "installed $cfgdir/pgcache.yaml (the example: point its dsn and addrs at your PostgreSQL and Valkey, or remove those backends and routes)"
 fi
 
 if [ -n "$DESTDIR" ]; then

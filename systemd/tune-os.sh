@@ -1,7 +1,7 @@
 #!/bin/sh
 # `make tune-os`: the kernel network settings of 99-pgcache.conf and the
 # CPU and memory caps of dropins/quota.conf on PostgreSQL and Valkey/Redis,
-# as seeds/000 runs its benchmark. It prints what it will change, then
+# as the published comparison runs its benchmark. It prints what it will change, then
 # changes it. DRY_RUN=1 only prints; DESTDIR only writes files there.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

@@ -23,7 +23,7 @@ cp "$here/dropins/quota.conf" "$tmp/quota-check.service.d/pgcache-quota.conf"
 systemd-analyze verify --man=no "$tmp/pgcache.service" "$tmp/quota-check.service"
 echo "systemd-analyze verify: pgcache.service, dropins/quota.conf OK"
 
-# The README quotes this score; fail if a change makes it worse than 1.5.
+# docs/deployment.md quotes this score; fail if a change makes it worse than 1.5.
 systemd-analyze security --offline=yes --threshold=15 "$tmp/pgcache.service" | tail -n 1
 
 mkdir -p "$tmp/root/etc"

@@ -1,6 +1,6 @@
 // Package keys makes and stores the keys `pgcache bench` reads and writes:
 // UUIDv7 (github.com/google/uuid), ULID (github.com/oklog/ulid/v2) and
-// 64-bit TSID, all time-sorted, as seeds/000 used them.
+// 64-bit TSID, all time-sorted, as the published comparison used them.
 //
 // The keys file (gen/keys.txt by default, written by `pgcache bench
 // gen-targets`) holds one key per line in its three encodings, separated by

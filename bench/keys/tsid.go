@@ -9,7 +9,7 @@ import (
 )
 
 // TSIDEpoch is the origin of TSID timestamps: 2020-01-01T00:00:00Z, as
-// tsid-creator (the library seeds/000 used) counts them. 42 bits of
+// tsid-creator (the library the published comparison used) counts them. 42 bits of
 // milliseconds from there last until 2159.
 var TSIDEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 

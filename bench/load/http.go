@@ -12,7 +12,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// Defaults of the HTTP driver: seeds/000's `vegeta attack -rate=0 -workers=250`.
+// Defaults of the HTTP driver: the published comparison's `vegeta attack -rate=0 -workers=250`.
 const (
 	DefaultHTTPWorkers = 250
 	DefaultHTTPTimeout = 30 * time.Second // vegeta's own default
@@ -91,7 +91,7 @@ func (d *HTTP) Run(ctx context.Context, p Plan, prog *Progress) (*Result, error)
 	for res := range atk.Attack(targeter, vegeta.Rate{Freq: 0, Per: time.Second}, p.Duration, p.Name) {
 		// Once the targeter runs dry, each worker that asks again gets a
 		// result carrying ErrNoTargets: no request was sent for it (the
-		// "0:" codes in seeds/000's SET reports). It is not a request.
+		// "0:" codes in the published comparison's SET reports). It is not a request.
 		if res.Code == 0 && res.Error == vegeta.ErrNoTargets.Error() {
 			continue
 		}

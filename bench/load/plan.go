@@ -1,5 +1,5 @@
 // Package load drives one phase of `pgcache bench` against a running
-// pgcache: over HTTP with vegeta's attacker (as seeds/000 did), or over RESP
+// pgcache: over HTTP with vegeta's attacker (as the published comparison did), or over RESP
 // with a pipelining driver of its own. Both measure the same way and return
 // the same Result, whose Metrics vegeta's reporters print.
 //

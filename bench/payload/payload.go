@@ -1,5 +1,5 @@
 // Package payload makes the values `pgcache bench` writes and checks the
-// ones it reads back: the UserData record of seeds/000, as protobuf bytes
+// ones it reads back: the UserData record of the published comparison, as protobuf bytes
 // (vtprotobuf, pooled structs) for kv engines and as a JSON object of the
 // same fields for table engines.
 //

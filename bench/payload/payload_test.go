@@ -24,7 +24,7 @@ func TestProtoRoundTrip(t *testing.T) {
 	if err := CheckProto([]byte{0xff, 0xff}, 0, "k"); err == nil || !strings.Contains(err.Error(), "not a UserData") {
 		t.Fatalf("garbage: %v", err)
 	}
-	// The payload is about the size of seeds/000's rows (~130 bytes).
+	// The payload is about the size of the published comparison's rows (~130 bytes).
 	if n := len(Proto(12345, "01928d4e-7a1b-7c3d-9e8f-0123456789ab")); n < 60 || n > 200 {
 		t.Fatalf("payload is %d bytes", n)
 	}

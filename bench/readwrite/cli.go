@@ -45,7 +45,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	memlimit := fs.String("server-memlimit", fmt.Sprintf("%dGiB", DefaultServerMemLimit>>30), "GOMEMLIMIT of each pgcache child")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s\n\nReads while writing (seeds/001): pgcache's coherent L1, Valkey cache-aside and\nprepared SQL on one table, stale entries after the writes settle, and what\ninvalidation costs writers.\n\nflags:\n", Usage)
+		fmt.Fprintf(stderr, "usage: %s\n\nReads while writing, as \"Cache-aside without the race\" (pg_local_cache) measured\nthem: pgcache's coherent L1, Valkey cache-aside and prepared SQL on one table,\nstale entries after the writes settle, and what invalidation costs writers.\nThe seed columns are that article's figures (docs/bench.md).\n\nflags:\n", Usage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -1,5 +1,5 @@
 // Package readwrite is `pgcache bench coherence`: the "reads while writing"
-// table of seeds/001 on the user's own machine, with pgcache in place of
+// table of "Cache-aside without the race" on the user's own machine, with pgcache in place of
 // pg_local_cache. Readers read one row per request, uniform over a table,
 // while writers UPDATE it at a fixed rate; the stacks run one after another
 // on the same data:
@@ -40,7 +40,7 @@ const (
 // Stacks lists the stacks in the order they run.
 var Stacks = []string{StackPgcache, StackCacheAside, StackSQL}
 
-// Defaults: seeds/001's run (60k rows, 64 readers, 30,000 UPDATE/s).
+// Defaults: the run of "Cache-aside without the race" (60k rows, 64 readers, 30,000 UPDATE/s).
 const (
 	DefaultRows             = 60000
 	DefaultReaders          = 64

@@ -10,7 +10,9 @@ import (
 	"text/tabwriter"
 )
 
-// The seed's figures (seeds/001: 64 readers, 60k rows, 30,000 UPDATE/s).
+// The published figures the bench compares with ("Cache-aside without the
+// race", pg_local_cache 3.1.0: 64 readers, 60k rows, 30,000 UPDATE/s;
+// docs/bench.md).
 var seedReads = map[string]float64{StackPgcache: 161919, StackCacheAside: 42294, StackSQL: 106949}
 
 func printTables(w io.Writer, results []Result) {
@@ -28,6 +30,7 @@ func printTables(w io.Writer, results []Result) {
 				r.Stack, r.ReadsPerS, hit, r.P50ms, r.P99ms, r.UpdatesPerS, r.Entries, r.Stale, seedReads[r.Stack])
 		}
 		tw.Flush()
+		fmt.Fprintln(w, "seed: the figures of \"Cache-aside without the race\" (pg_local_cache 3.1.0, two 16-vCPU VMs; docs/bench.md)")
 		pg, ca, sql := find(stacks, StackPgcache), find(stacks, StackCacheAside), find(stacks, StackSQL)
 		if pg != nil && sql != nil {
 			fmt.Fprintf(w, "pgcache / prepared-sql reads: %.2f (seed 1.51)\n", pg.ReadsPerS/sql.ReadsPerS)
@@ -52,7 +55,7 @@ func printTables(w io.Writer, results []Result) {
 			fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t\n", r.Writers, variant, r.UpdatesPerS, vsPlain(oh, r))
 		}
 		tw.Flush()
-		fmt.Fprintln(w, "seed: 3.6–8.2% lower through pg_local_cache; 28.9–63.7% lower for UPDATE followed by Valkey DEL")
+		fmt.Fprintln(w, "seed (\"Cache-aside without the race\"): 3.6–8.2% lower through pg_local_cache; 28.9–63.7% lower for UPDATE followed by Valkey DEL")
 	}
 }
 

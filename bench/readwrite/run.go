@@ -151,7 +151,7 @@ func (r *run) stackRecord(stack string, sr *stackResult) Result {
 }
 
 // overheadWriters is the larger number of writers the write-overhead
-// measurements run (seeds/001: 1 and 16).
+// measurements run ("Cache-aside without the race": 1 and 16).
 const overheadWriters = 16
 
 // overheadRounds is how many times each write-overhead variant runs, in

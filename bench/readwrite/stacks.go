@@ -17,7 +17,7 @@ type stackResult struct {
 	stale    int
 }
 
-// runCacheAside is the Valkey cache-aside of seeds/001: readers GET, and
+// runCacheAside is the Valkey cache-aside of "Cache-aside without the race": readers GET, and
 // on a miss SELECT the row and SET it; writers UPDATE, then DEL the key.
 func (r *run) runCacheAside(ctx context.Context) (*stackResult, error) {
 	v := r.env.valkey

@@ -10,9 +10,13 @@ import (
 	"github.com/dustin/go-humanize"
 )
 
+// SeedName names the published comparison `pgcache bench` reproduces.
+const SeedName = `"PostgreSQL as a High-Performance Cache"`
+
 // SeedGETRatio is each engine's GET throughput over the memory engine's in
-// seeds/000 (600 s, 250 workers, 4-core pgcache, capped PostgreSQL and
-// Valkey), for comparison with a run's own ratios.
+// the published comparison (SeedName: 600 s, 250 workers, 4-core server,
+// PostgreSQL and Valkey capped at 2 CPUs and 4 GB), for comparison with a
+// run's own ratios. docs/bench.md has the figures they come from.
 var SeedGETRatio = map[string]float64{
 	"memory":               1,
 	"valkey":               77122.39 / 106658.98,
@@ -21,7 +25,7 @@ var SeedGETRatio = map[string]float64{
 	"standard-postgresql":  53319.26 / 106658.98,
 }
 
-// Summary prints the tables of seeds/000: GET endurance, then SET
+// Summary prints the tables of the published comparison: GET endurance, then SET
 // seeding, one row per engine and protocol, with each GET throughput as a
 // ratio of the memory engine's over the same protocol.
 func Summary(w io.Writer, recs []Record) error {
@@ -37,12 +41,7 @@ func Summary(w io.Writer, recs []Record) error {
 			head += "vs memory\tseed\t"
 		}
 		fmt.Fprintln(tw, head)
-		memRPS := map[string]float64{}
-		for _, r := range recs {
-			if r.Engine == "memory" && r.Phase == PhaseGet && r.Status == StatusOK {
-				memRPS[r.Proto] = r.RPS
-			}
-		}
+		memRPS := memoryRPS(recs)
 		// Engines that did not run are listed under the table: a reason
 		// in a cell would stretch its column.
 		var notRun []string
@@ -70,12 +69,8 @@ func Summary(w io.Writer, recs []Record) error {
 			return err
 		}
 		if phase == PhaseGet {
-			fmt.Fprintln(w, "  vs memory: GET RPS over the memory engine's, same protocol; seed: the same ratio in seeds/000 (HTTP, 600 s)")
-			for _, r := range recs {
-				if r.Phase == PhaseGet && r.L1HitRatio != nil {
-					fmt.Fprintf(w, "  %s %s: the L1 served %.1f%% of the GETs (a SET does not fill it: a key is served from memory from its second read on)\n",
-						r.Engine, r.Proto, *r.L1HitRatio*100)
-				}
+			for _, n := range getNotes(recs) {
+				fmt.Fprintln(w, "  "+n)
 			}
 		}
 		for _, l := range notRun {
@@ -83,6 +78,32 @@ func Summary(w io.Writer, recs []Record) error {
 		}
 	}
 	return nil
+}
+
+// memoryRPS is the memory engine's GET throughput by protocol: the
+// baseline of the "vs memory" column.
+func memoryRPS(recs []Record) map[string]float64 {
+	mem := map[string]float64{}
+	for _, r := range recs {
+		if r.Engine == "memory" && r.Phase == PhaseGet && r.Status == StatusOK {
+			mem[r.Proto] = r.RPS
+		}
+	}
+	return mem
+}
+
+// getNotes explain the GET table's columns, and give the share of GETs
+// each L1 served: the lines under the terminal's table and report.html's.
+func getNotes(recs []Record) []string {
+	notes := []string{"vs memory: GET RPS over the memory engine's, same protocol; seed: the same ratio in " +
+		SeedName + " (HTTP, 600 s; docs/bench.md has its figures)"}
+	for _, r := range recs {
+		if r.Phase == PhaseGet && r.L1HitRatio != nil {
+			notes = append(notes, fmt.Sprintf("%s %s: the L1 served %.1f%% of the GETs (a SET does not fill it: a key is served from memory from its second read on)",
+				r.Engine, r.Proto, *r.L1HitRatio*100))
+		}
+	}
+	return notes
 }
 
 func ratioCell(rps, mem float64) string {

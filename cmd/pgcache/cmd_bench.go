@@ -23,7 +23,7 @@ func init() {
 	register(command{
 		name:  "bench",
 		usage: "[quick|medium|long] [flags]\n       pgcache bench gen-targets [--keys N] [--keys-file FILE]\n       pgcache bench report DIR\n       " + readwrite.Usage,
-		short: "compare the engines of seeds/000 (memory, Valkey, PostgreSQL kinds) through a real pgcache",
+		short: `compare the engines of "PostgreSQL as a High-Performance Cache" (memory, Valkey, PostgreSQL kinds) through a real pgcache`,
 		run:   cmdBench,
 	})
 }

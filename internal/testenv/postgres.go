@@ -35,7 +35,7 @@ const postgresSuperuser = "postgres"
 
 // postgresSettings are appended to postgresql.conf. Durability stays on
 // (fsync, synchronous_commit, full_page_writes): the tests and benchmarks
-// measure what the durabilities cost. The rest is the seeds/000 tuning where
+// measure what the durabilities cost. The rest is the published comparison's tuning where
 // it does not change behaviour: bigger buffers and fewer checkpoints.
 var postgresSettings = []string{
 	"listen_addresses = '127.0.0.1'",

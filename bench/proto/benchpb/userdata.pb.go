@@ -1,4 +1,4 @@
-// The payload of `pgcache bench`: the user record of seeds/000.
+// The payload of `pgcache bench`: the user record of the published comparison.
 //
 // kv engines (memory, valkey, the postgres kv tables) store it as protobuf
 // bytes, encoded and decoded with vtprotobuf's MarshalVT/UnmarshalVT on
