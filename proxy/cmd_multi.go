@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/route"
 )
@@ -46,6 +48,11 @@ type watched struct {
 	r    *route.Route
 	key  string // as the route stores it
 	mark route.Mark
+	// value is a hash of what the key held at WATCH (0: absent), compared
+	// in EXEC's atomic run with what it holds then: so a write made
+	// anywhere (plain SQL, another Valkey client) aborts the EXEC, when it
+	// changed the value.
+	value uint64
 }
 
 // atomicRun is a route seen through an atomic run: handlers that resolve a
@@ -109,7 +116,14 @@ func cmdWatch(c *conn, args [][]byte) {
 			return
 		}
 		stored = strings.Clone(stored) // a view of the read buffer
-		c.watches = append(c.watches, watched{r: r, key: stored, mark: r.Watch(stored)})
+		w := watched{r: r, key: stored, mark: r.Watch(stored)}
+		c.watches = append(c.watches, w) // Unwatch is owed even if the read fails
+		v, ok, err := r.Backend.Get(c.s.ctx, stored)
+		if err != nil {
+			c.backendErr(r, err)
+			return
+		}
+		c.watches[len(c.watches)-1].value = fingerprint(v, ok)
 	}
 	c.writeOK()
 }
@@ -128,12 +142,37 @@ func (c *conn) unwatchAll() {
 	c.watches = c.watches[:0]
 }
 
+func fingerprint(v []byte, ok bool) uint64 {
+	if !ok {
+		return 0
+	}
+	return xxhash.Sum64(v) | 1
+}
+
 // watchedChanged reports whether a watched key may have been written since
-// WATCH; a key whose route a reload replaced counts as written.
-func (c *conn) watchedChanged() bool {
+// WATCH; a key whose route a reload replaced counts as written. Before the
+// run it asks the routes, after which the fences any write elsewhere
+// raised have come (route.Changed); in the run, where no write can come
+// between, writes through this pgcache (route.ChangedHere) and each value
+// as the run reads it.
+func (c *conn) watchedChanged(inRun bool) bool {
 	for _, w := range c.watches {
-		if c.t.ByName(w.r.Name) != w.r || w.r.Changed(w.key, w.mark) {
+		switch {
+		case c.t.ByName(w.r.Name) != w.r:
 			return true
+		case !inRun && w.r.Changed(w.key, w.mark):
+			return true
+		case inRun && w.r.ChangedHere(w.key, w.mark):
+			return true
+		case inRun:
+			b := w.r.Backend
+			if c.held != nil && c.held.of == w.r {
+				b = c.held.as.Backend
+			}
+			v, ok, err := b.Get(c.s.ctx, w.key)
+			if err != nil || fingerprint(v, ok) != w.value {
+				return true
+			}
 		}
 	}
 	return false
@@ -157,8 +196,15 @@ func cmdExec(c *conn, _ [][]byte) {
 		c.writeError(bad)
 		return
 	}
+	if c.watchedChanged(false) {
+		c.writeNullArray()
+		return
+	}
+	if r != nil {
+		keys = c.watchedOn(r, keys)
+	}
 	c.atomically(r, keys, func() bool {
-		if c.watchedChanged() {
+		if c.watchedChanged(true) {
 			c.writeNullArray()
 			return false
 		}
@@ -168,6 +214,16 @@ func cmdExec(c *conn, _ [][]byte) {
 		}
 		return true
 	})
+}
+
+// watchedOn adds the keys watched on route r to keys: the run reads them.
+func (c *conn) watchedOn(r *route.Route, keys []string) []string {
+	for _, w := range c.watches {
+		if w.r == r {
+			keys = append(keys, w.key)
+		}
+	}
+	return keys
 }
 
 // routeOf finds the one route the keys of the queued requests are on, and
@@ -219,7 +275,7 @@ func keysOf(cmd *command, args [][]byte) ([][]byte, string) {
 // requests. A store that runs the body again (after a conflicting write)
 // has the replies of the run before dropped.
 func (c *conn) atomically(r *route.Route, keys []string, body func() bool) {
-	if r == nil {
+	if r == nil || c.held != nil { // no keys, or inside EXEC's run, which holds them
 		body()
 		return
 	}

@@ -74,10 +74,6 @@ func (c *conn) runScript(args [][]byte, run func(script.Caller, [][]byte) script
 	}
 	c.holdOutput++ // the script's calls swap c.out: nothing may drain it
 	defer func() { c.holdOutput-- }()
-	if c.held != nil { // inside EXEC: the run holds the route already
-		body()
-		return
-	}
 	r, stored, bad := c.routeOf([]queued{{cmd: commands["eval"], args: args}})
 	if bad != "" {
 		c.writeError(bad)

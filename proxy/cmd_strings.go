@@ -351,3 +351,41 @@ func substr(v []byte, start, end int64) []byte {
 	}
 	return v[start : end+1]
 }
+
+// MSETNX key value [key value ...]
+//
+// All or nothing, as one atomic run of the keys' route: keys on two routes
+// are refused before anything is written.
+func cmdMSetNX(c *conn, args [][]byte) {
+	if len(args)%2 == 0 {
+		c.writeError(errArity("msetnx"))
+		return
+	}
+	r, keys, bad := c.routeOf([]queued{{cmd: commands["msetnx"], args: args}})
+	if bad != "" {
+		c.writeError(bad)
+		return
+	}
+	c.atomically(r, keys, func() bool {
+		tx := c.held.as
+		n, err := tx.Backend.Exists(c.s.ctx, keys)
+		if err != nil {
+			c.backendErr(r, err)
+			return false
+		}
+		if n > 0 {
+			c.writeInt(0)
+			return true
+		}
+		pairs := make([]backends.KV, 0, len(keys))
+		for i, k := range keys {
+			pairs = append(pairs, backends.KV{Key: k, Val: args[2+2*i]})
+		}
+		if err := tx.Backend.MSet(c.s.ctx, pairs); err != nil {
+			c.backendErr(r, err)
+			return false
+		}
+		c.writeInt(1)
+		return true
+	})
+}

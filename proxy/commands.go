@@ -79,6 +79,7 @@ func init() {
 		{name: "getex", fn: cmdGetEx, kind: kindWrite, arity: -2, keys: oneKey},
 		{name: "mget", fn: cmdMGet, kind: kindRead, arity: -2, keys: allKeys},
 		{name: "mset", fn: cmdMSet, kind: kindWrite, arity: -3, keys: pairKeys},
+		{name: "msetnx", fn: cmdMSetNX, kind: kindWrite, arity: -3, keys: pairKeys},
 		{name: "incr", fn: cmdIncr, kind: kindWrite, arity: 2, keys: oneKey},
 		{name: "incrby", fn: cmdIncrBy, kind: kindWrite, arity: 3, keys: oneKey},
 		{name: "decr", fn: cmdDecr, kind: kindWrite, arity: 2, keys: oneKey},

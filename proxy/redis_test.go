@@ -168,6 +168,8 @@ func TestCompareWithRedis(t *testing.T) {
 		{"LCS", "l1", "l2", "IDX"}, {"LCS", "l1", "l2", "IDX", "MINMATCHLEN", "4"},
 		{"LCS", "l1", "l2", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN"}, {"LCS", "l1", "l2", "LEN", "IDX"},
 		{"LCS", "l1", "nosuch"}, {"LCS", "l1", "l2", "FOO"}, {"LCS", "l1", "l2", "MINMATCHLEN"}, {"LCS", "l1"},
+		{"MSETNX", "nx1", "a", "nx2", "b"}, {"MSETNX", "nx2", "c", "nx3", "d"}, {"MGET", "nx1", "nx2", "nx3"},
+		{"MSETNX", "nx4", "x", "nx4", "y"}, {"GET", "nx4"}, {"MSETNX", "nx5"}, {"MSETNX", "nx5", "a", "nx6"},
 		// transactions
 		{"EXEC"}, {"DISCARD"}, {"MULTI", "x"}, {"MULTI"}, {"MULTI"}, {"SET", "t1", "1"}, {"INCR", "t1"},
 		{"GET", "t1"}, {"INCR", "s1"}, {"PING"}, {"EXEC"}, {"GET", "t1"},
@@ -193,6 +195,7 @@ func TestCompareWithRedis(t *testing.T) {
 		{"FUNCTION", "LOAD", "#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return redis.call('get', keys[1]) end)"},
 		{"FCALL", "myfunc", "1", "sc1"}, {"FCALL", "nosuch", "0"}, {"FUNCTION", "DELETE", "mylib"},
 		{"MULTI"}, {"EVAL", "return redis.call('incr', KEYS[1])", "1", "sc2"}, {"INCR", "sc2"}, {"EXEC"},
+		{"MULTI"}, {"MSETNX", "sc3", "a", "sc4", "b"}, {"MSETNX", "sc3", "c"}, {"MGET", "sc3", "sc4"}, {"EXEC"},
 		// server and connection
 		{"PING"}, {"PING", "hello"}, {"PING", "a", "b"}, {"ECHO", "x"}, {"ECHO"}, {"ECHO", ""},
 		{"SELECT", "0"}, {"SELECT", "1"}, {"SELECT", "x"}, {"SELECT", "-1"}, {"SELECT"},

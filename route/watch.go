@@ -54,13 +54,23 @@ func (r *Route) Watch(k string) Mark {
 // Unwatch ends one Watch.
 func (r *Route) Unwatch() { r.watch.watchers.Add(-1) }
 
-// Changed reports whether k may have been written since m was taken.
+// Changed reports whether k may have been written since m was taken,
+// through this route or (as far as the backend can tell) elsewhere.
 func (r *Route) Changed(k string, m Mark) bool {
-	if r.watch.bucket(k).Load() != m.local {
+	if r.ChangedHere(k, m) {
 		return true
 	}
 	if w, ok := backends.As[backends.Watchable](r.raw); ok {
 		return w.ChangedSince(k, m.remote)
 	}
 	return false
+}
+
+// ChangedHere reports whether k may have been written through this route
+// since m was taken. EXEC asks it again once it holds the keys: a write
+// through the route cannot come between; one elsewhere is seen when its
+// fence arrives, so EXEC asks Changed before it takes the keys (an atomic
+// run fences its own keys, which Changed would take for a write).
+func (r *Route) ChangedHere(k string, m Mark) bool {
+	return r.watch.bucket(k).Load() != m.local
 }
