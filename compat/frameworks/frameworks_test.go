@@ -6,7 +6,7 @@
 // (`make test-deps` runs it).
 //
 // Targets, chosen by PGCACHE_COMPAT_TARGET (a comma-separated list, default
-// "redis"):
+// "redis,pgcache": make test runs both):
 //
 //   - redis: a throwaway redis-server (or valkey-server). The programs must
 //     pass there: it checks the programs themselves.
@@ -79,7 +79,7 @@ var pgcacheRoutes = []route{{"memory", "mem:"}, {"postgres-l1", "pg:"}, {"valkey
 func TestFrameworks(t *testing.T) {
 	targets := strings.Split(os.Getenv(targetEnv), ",")
 	if os.Getenv(targetEnv) == "" {
-		targets = []string{"redis"}
+		targets = []string{"redis", "pgcache"}
 	}
 	env := programEnv(t)
 	for _, target := range targets {
