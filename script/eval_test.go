@@ -199,3 +199,23 @@ func TestSetrespRESP3(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpackBounded: unpack refuses a range Lua 5.1's stack cannot hold at
+// once, as Redis's Lua does, instead of pushing two billion values.
+func TestUnpackBounded(t *testing.T) {
+	e := New(Options{})
+	for _, tc := range []struct{ script, want string }{
+		{"return {unpack({1,2,3}, -2, 2147483647)}", "too many results to unpack"},
+		{"return {unpack({1,2,3}, 0, 2147483647)}", "too many results to unpack"},
+		{"return {unpack({1,2,3}, 2)}", ""},
+	} {
+		v := e.Eval(CallerFunc(func(*Run, [][]byte) Value { return Status("OK") }), [][]byte{[]byte("eval"), []byte(tc.script), []byte("0")})
+		got := ""
+		if v.IsError() {
+			got = string(v.Str)
+		}
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.script, got, tc.want)
+		}
+	}
+}

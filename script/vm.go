@@ -85,6 +85,7 @@ func newVM(e *Engine) *vm {
 	} {
 		rg.RawSetString(name, g.RawGetString(name))
 	}
+	rg.RawSetString("unpack", L.NewFunction(unpack))
 	v.wrapBuiltins(rg)
 	rg.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int {
 		L.Push(lua.LNumber(0))
@@ -282,4 +283,27 @@ func (v *vm) errorHandler(L *lua.LState) int {
 func sha1hex(b []byte) string {
 	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// maxUnpack is Lua 5.1's LUAI_MAXCSTACK: lua_checkstack refuses more.
+const maxUnpack = 8000
+
+// unpack is Lua 5.1's luaB_unpack. gopher-lua's pushes whatever range it is
+// given, so unpack({}, 0, 2^31-1) ran for as long as it took to fail; Lua
+// refuses a range its stack cannot hold before pushing anything.
+func unpack(L *lua.LState) int {
+	t := L.CheckTable(1)
+	i := L.OptInt64(2, 1)
+	e := L.OptInt64(3, int64(t.Len()))
+	if i > e {
+		return 0
+	}
+	n := e - i + 1
+	if n <= 0 || n > maxUnpack-int64(L.GetTop()) {
+		L.RaiseError("too many results to unpack")
+	}
+	for ; i <= e; i++ {
+		L.Push(t.RawGetInt(int(i)))
+	}
+	return int(n)
 }
