@@ -56,3 +56,17 @@ func ClientCaused(err error) bool {
 	var r Refusal
 	return errors.Is(err, ErrNotInteger) || errors.Is(err, ErrOverflow) || errors.As(err, &r)
 }
+
+// RefuseTables refuses the table options of a route on a backend that has
+// no tables (memory, Valkey), naming the first one set.
+func RefuseTables(spec RouteSpec, backendType string) error {
+	for _, f := range [...]struct{ field, value string }{
+		{"table", spec.Table}, {"durability", spec.Durability}, {"key_type", spec.KeyType},
+		{"source_table", spec.SourceTable},
+	} {
+		if f.value != "" {
+			return &SpecError{Field: f.field, Value: f.value, Reason: "the " + backendType + " backend has no tables"}
+		}
+	}
+	return nil
+}

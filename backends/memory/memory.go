@@ -185,17 +185,7 @@ func checkRoutes(_ map[string]any, specs []backends.RouteSpec) []error {
 	return errs
 }
 
-func refuse(spec backends.RouteSpec) error {
-	for field, v := range map[string]string{
-		"table": spec.Table, "durability": spec.Durability, "key_type": spec.KeyType,
-		"source_table": spec.SourceTable,
-	} {
-		if v != "" {
-			return &backends.SpecError{Field: field, Value: v, Reason: "the memory backend has no tables"}
-		}
-	}
-	return nil
-}
+func refuse(spec backends.RouteSpec) error { return backends.RefuseTables(spec, TypeName) }
 
 // Close stops every route's cache and drops its entries.
 func (d *Driver) Close() error {

@@ -52,6 +52,21 @@ func deadline(t backends.TTL, oldExp int64, n int64) int64 {
 	return 0
 }
 
+// put is a compute's write of val with ttl where old was (live or not): a
+// deadline not in the future removes the key; wrote gets the deadline.
+func put(old *item, live bool, val []byte, ttl backends.TTL, n int64, wrote *int64) (*item, otter.ComputeOp) {
+	var oldExp int64
+	if live {
+		oldExp = old.exp
+	}
+	exp := deadline(ttl, oldExp, n)
+	if exp != 0 && exp <= n {
+		return old, otter.InvalidateOp
+	}
+	*wrote = exp
+	return newItem(val, exp), otter.WriteOp
+}
+
 // wrote tells the sweeper of an item written with deadline exp (none: 0).
 func (s *Store) wrote(exp int64) {
 	if exp != 0 {
@@ -168,16 +183,7 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 			return old, otter.CancelOp
 		}
 		res.Stored = true
-		oldExp := int64(0)
-		if live {
-			oldExp = old.exp
-		}
-		exp := deadline(opts.TTL, oldExp, n)
-		if exp != 0 && exp <= n {
-			return nil, otter.InvalidateOp
-		}
-		wrote = exp
-		return newItem(val, exp), otter.WriteOp
+		return put(old, live, val, opts.TTL, n, &wrote)
 	})
 	s.wrote(wrote)
 	return res, nil
@@ -265,16 +271,7 @@ func (s *Store) Update(_ context.Context, k string, u backends.Update) error {
 		case ch.Kind == backends.Delete:
 			return old, otter.InvalidateOp
 		}
-		var oldExp int64
-		if live {
-			oldExp = old.exp
-		}
-		exp := deadline(ch.TTL, oldExp, n)
-		if exp != 0 && exp <= n {
-			return old, otter.InvalidateOp
-		}
-		wrote = exp
-		return newItem(ch.Val, exp), otter.WriteOp
+		return put(old, live, ch.Val, ch.TTL, n, &wrote)
 	})
 	s.wrote(wrote)
 	return err

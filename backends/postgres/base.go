@@ -113,3 +113,20 @@ func (s *setup) reset() {
 	s.err = nil
 	s.mu.Unlock()
 }
+
+// fewKeys answers an MGet of no key or one (one is a Get, which shares a
+// query with concurrent reads); done is false for more.
+func fewKeys(ctx context.Context, keys []string, dst [][]byte,
+	get func(context.Context, string) ([]byte, bool, error)) (out [][]byte, done bool, err error) {
+	switch len(keys) {
+	case 0:
+		return dst, true, nil
+	case 1:
+		v, _, err := get(ctx, keys[0])
+		if err != nil {
+			return dst, true, err
+		}
+		return append(dst, v), true, nil
+	}
+	return dst, false, nil
+}

@@ -151,15 +151,8 @@ func (s *KV) getMany(ctx context.Context, keys []string) ([][]byte, error) {
 // MGet appends the value of each key, or nil, to dst: one query for all.
 // A single key is read as Get, sharing a query with concurrent reads.
 func (s *KV) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
-	switch len(keys) {
-	case 0:
-		return dst, nil
-	case 1:
-		v, _, err := s.Get(ctx, keys[0])
-		if err != nil {
-			return dst, err
-		}
-		return append(dst, v), nil
+	if out, done, err := fewKeys(ctx, keys, dst, s.Get); done {
+		return out, err
 	}
 	ks, err := s.key.params(keys)
 	if err != nil {

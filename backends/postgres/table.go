@@ -200,15 +200,8 @@ func (s *Table) getMany(ctx context.Context, keys []string) ([][]byte, error) {
 // MGet appends each row as JSON, or nil, to dst: one query for all keys.
 // A single key is read as Get, sharing a query with concurrent reads.
 func (s *Table) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
-	switch len(keys) {
-	case 0:
-		return dst, nil
-	case 1:
-		v, _, err := s.Get(ctx, keys[0])
-		if err != nil {
-			return dst, err
-		}
-		return append(dst, v), nil
+	if out, done, err := fewKeys(ctx, keys, dst, s.Get); done {
+		return out, err
 	}
 	sh, args, err := s.prepareMany(ctx, keys)
 	if err != nil {

@@ -215,17 +215,7 @@ func rawKeysTaken(route string) error {
 		Reason: fmt.Sprintf("raw_keys: the backend's keys belong to route %q already", route)}
 }
 
-func refuse(spec backends.RouteSpec) error {
-	for field, v := range map[string]string{
-		"table": spec.Table, "durability": spec.Durability, "key_type": spec.KeyType,
-		"source_table": spec.SourceTable,
-	} {
-		if v != "" {
-			return &backends.SpecError{Field: field, Value: v, Reason: "the valkey backend has no tables"}
-		}
-	}
-	return nil
-}
+func refuse(spec backends.RouteSpec) error { return backends.RefuseTables(spec, TypeName) }
 
 // Check pings a server (/readyz).
 func (d *Driver) Check(ctx context.Context) error {
