@@ -228,37 +228,36 @@ func configSetMem(apply func(cfg *Config, n int64)) func(*Server, string) string
 }
 
 // CONFIG GET parameter [parameter ...]
+//
+// A name without a glob is answered as the client wrote it, as Redis
+// does; each parameter comes once.
 func cmdConfigGet(c *conn, args [][]byte) {
-	var names []string
-	seen := map[*param]map[string]bool{}
-	add := func(name string) {
-		p := params[name]
-		if seen[p] == nil {
-			seen[p] = map[string]bool{}
-		}
-		if !seen[p][name] {
-			seen[p][name] = true
-			names = append(names, name)
+	var names, keys []string
+	seen := map[string]bool{}
+	add := func(name, as string) {
+		if !seen[name] {
+			seen[name] = true
+			names, keys = append(names, name), append(keys, as)
 		}
 	}
 	for _, a := range args[2:] {
 		pat := strings.ToLower(string(a))
 		if !strings.ContainsAny(pat, "*?[") {
 			if params[pat] != nil {
-				add(pat)
+				add(pat, string(a))
 			}
 			continue
 		}
 		g := glob.Compile(pat, true)
 		for _, name := range paramNames {
 			if g.Match(name) {
-				add(name)
+				add(name, name)
 			}
 		}
 	}
 	c.writeMap(len(names))
-	for _, name := range names {
-		c.writeBulkString(name)
+	for i, name := range names {
+		c.writeBulkString(keys[i])
 		c.writeBulkString(params[name].get(c.s))
 	}
 }
@@ -293,7 +292,7 @@ func cmdConfigSet(c *conn, args [][]byte) {
 			return
 		}
 		for _, ch := range changes {
-			if ch.p == p {
+			if strings.EqualFold(ch.name, name) { // an alias is not a duplicate, as in Redis 7.0
 				failed(string(args[i]), "duplicate parameter")
 				return
 			}

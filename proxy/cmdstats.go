@@ -10,7 +10,7 @@ import (
 //
 // Calls, failed calls and rejected calls are exact. Time is sampled: a
 // pair of clock reads costs a noticeable part of a GET served from
-// memory, so each connection times about one command in eight, picked by
+// memory, so each connection times about one command in sixteen, picked by
 // a golden-ratio step so a repeating pipeline (MULTI, six SETs, EXEC) is
 // not always timed at the same place, plus the first call of every
 // command. INFO reports usec as the timed calls' mean times calls.
@@ -39,7 +39,7 @@ func (st *cmdStats) reset() {
 }
 
 // sampleStep is 2^32 divided by the golden ratio: adding it to a uint32
-// visits every eighth of the range about equally often, without a period.
+// visits every sixteenth of the range about equally often, without a period.
 const sampleStep = 0x9E3779B9
 
 // tally is a connection's count of a run of one command not yet added to
@@ -65,10 +65,10 @@ type introspect struct {
 	shown   shown
 }
 
-// sample says whether to time the command or run about to start.
-func (c *conn) sample(cmd *command) bool {
+// sample says whether to time the run about to start.
+func (c *conn) sample() bool {
 	c.tick += sampleStep
-	return c.tick>>29 == 0 || cmd.stats.timed.Load() == 0
+	return c.tick>>28 == 0
 }
 
 // countCall adds one grouped call of cmd (see join).
@@ -94,7 +94,7 @@ func (c *conn) call(cmd *command, args [][]byte) {
 	c.flushTally() // an INFO later in the batch sees the batch's GETs
 	c.lastCmd = cmd
 	mark, errs, drains := len(c.out), c.errs, c.drains
-	timed := c.sample(cmd)
+	timed := c.sample() || cmd.stats.timed.Load() == 0
 	var start time.Time
 	if timed {
 		start = time.Now()

@@ -294,6 +294,7 @@ func (c *conn) exec(cmd *command, args [][]byte) {
 		}
 		cmd = sub
 	}
+	c.lastCmd = cmd // queued or refused, it is the client's last command, as in Redis
 	if !cmd.arityOK(len(args)) {
 		cmd.stats.rejected.Add(1)
 		c.refuse(cmd.arityErr)

@@ -118,7 +118,7 @@ func (c *conn) endGroup() {
 	}
 	errs := c.errs
 	var start time.Time
-	timed := c.sample(getCmd)
+	timed := c.sample()
 	if timed {
 		start = time.Now()
 	}
