@@ -36,6 +36,8 @@ func (c *conn) authenticate(user, pass []byte) string {
 		return errWrongPass
 	}
 	c.authed = true
+	name := string(user)
+	c.pub.user.Store(&name)
 	c.rd.unauth = false // the rest of this batch may send large requests
 	return ""
 }

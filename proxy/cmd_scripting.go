@@ -132,7 +132,7 @@ func (sc *scriptCaller) Call(run *script.Run, args [][]byte) script.Value {
 	}
 	out, off, proto := c.out, c.outOff, c.proto
 	c.out, c.outOff, c.proto = sc.buf[:0], 0, run.Resp()
-	cmd.fn(c, args)
+	c.call(cmd, args)
 	reply := c.out
 	sc.buf = reply[:0]
 	c.out, c.outOff, c.proto = out, off, proto

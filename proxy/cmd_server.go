@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"errors"
+	"strconv"
+	"time"
 
 	"github.com/pgcache/pgcache/backends"
 )
@@ -75,7 +77,7 @@ func cmdHello(c *conn, args [][]byte) {
 		return
 	}
 	if name != nil {
-		c.name = string(name)
+		c.setName(string(name))
 	}
 	if proto != 0 {
 		c.proto = int(proto)
@@ -175,7 +177,7 @@ func cmdClientSetName(c *conn, args [][]byte) {
 		c.writeError(errClientName)
 		return
 	}
-	c.name = string(args[2])
+	c.setName(string(args[2]))
 	c.writeOK()
 }
 
@@ -222,3 +224,16 @@ func validClientAttr(b []byte) bool {
 	}
 	return true
 }
+
+// TIME
+func cmdTime(c *conn, _ [][]byte) {
+	now := time.Now()
+	c.writeArray(2)
+	c.writeBulkString(strconv.FormatInt(now.Unix(), 10))
+	c.writeBulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+}
+
+// LASTSAVE is the server's start: pgcache does not save, and a store
+// without persistence reports its start as its last save (INFO's
+// rdb_last_save_time).
+func cmdLastSave(c *conn, _ [][]byte) { c.writeInt(c.s.started.Unix()) }

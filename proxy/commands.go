@@ -57,7 +57,8 @@ type command struct {
 	noAuth   bool                // runs before AUTH
 	noQueue  bool                // runs inside MULTI
 	movable  func(args [][]byte) ([][]byte, string)
-	noScript bool // refused from scripts
+	noScript bool     // refused from scripts
+	stats    cmdStats // INFO commandstats: see cmdstats.go
 }
 
 // commands is the dispatch table: lowercase name -> command. Adding a
@@ -150,6 +151,25 @@ func init() {
 			{name: "getname", fn: cmdClientGetName, kind: kindAdmin, arity: 2},
 			{name: "setinfo", fn: cmdClientSetInfo, kind: kindAdmin, arity: 4},
 			{name: "tracking", fn: cmdClientTracking, kind: kindAdmin, arity: -3},
+			// cmd_client.go
+			{name: "list", fn: cmdClientList, kind: kindAdmin, arity: -2},
+			{name: "info", fn: cmdClientInfo, kind: kindAdmin, arity: 2},
+			{name: "kill", fn: cmdClientKill, kind: kindAdmin, arity: -3},
+			{name: "no-evict", fn: cmdClientNoEvict, kind: kindAdmin, arity: 3},
+			{name: "reply", fn: cmdClientReply, kind: kindAdmin, arity: 3},
+			{name: "getredir", fn: cmdClientGetRedir, kind: kindAdmin, arity: 2},
+			{name: "help", fn: cmdClientHelp, kind: kindAdmin, arity: 2},
+		}},
+		{name: "time", fn: cmdTime, kind: kindAdmin, arity: 1},
+		{name: "lastsave", fn: cmdLastSave, kind: kindAdmin, arity: 1},
+
+		// cmd_config.go
+		{name: "config", kind: kindAdmin, arity: -2, noScript: true, subs: []spec{
+			{name: "get", fn: cmdConfigGet, kind: kindAdmin, arity: -3},
+			{name: "set", fn: cmdConfigSet, kind: kindAdmin, arity: -4},
+			{name: "resetstat", fn: cmdConfigResetStat, kind: kindAdmin, arity: 2},
+			{name: "rewrite", fn: cmdConfigRewrite, kind: kindAdmin, arity: 2},
+			{name: "help", fn: cmdConfigHelp, kind: kindAdmin, arity: 2},
 		}},
 
 		// cmd_command.go

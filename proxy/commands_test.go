@@ -46,7 +46,7 @@ func TestServerCommands(t *testing.T) {
 		{[]string{"MSET", "pg:b", "2", "pg:x:c", "3"}, "+OK\r\n"},
 		{[]string{"DBSIZE"}, ":3\r\n"},
 		{[]string{"INFO", "nosuch"}, "$0\r\n\r\n"},
-		{[]string{"INFO", "clients"}, "$50\r\n# Clients\r\nconnected_clients:1\r\nmaxclients:10000\r\n\r\n"},
+		{[]string{"INFO", "clients"}, "$140\r\n# Clients\r\nconnected_clients:1\r\ncluster_connections:0\r\nmaxclients:10000\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n\r\n"},
 		{[]string{"INFO", "KEYSPACE"}, "$44\r\n# Keyspace\r\ndb0:keys=3,expires=0,avg_ttl=0\r\n\r\n"},
 	} {
 		if got := c.do(tc.cmd...); got != tc.want {
@@ -76,7 +76,7 @@ func TestServerCommands(t *testing.T) {
 		{[]string{"CLIENT", "GETNAME"}, "_\r\n"},
 		{[]string{"COMMAND", "DOCS"}, "%0\r\n"},
 		{[]string{"COMMAND", "INFO", "get"}, "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n~1\r\n+@read\r\n~0\r\n~0\r\n~0\r\n"},
-		{[]string{"INFO", "clients"}, "=54\r\ntxt:# Clients\r\nconnected_clients:1\r\nmaxclients:10000\r\n\r\n"},
+		{[]string{"INFO", "clients"}, "=144\r\ntxt:# Clients\r\nconnected_clients:1\r\ncluster_connections:0\r\nmaxclients:10000\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n\r\n"},
 		{[]string{"MGET", "a", "nosuch"}, "*2\r\n$1\r\n1\r\n_\r\n"},
 		{[]string{"HELLO", "2"}, hello("2")},
 		{[]string{"GET", "nosuch"}, "$-1\r\n"},
@@ -100,7 +100,7 @@ func TestInfo(t *testing.T) {
 	for _, want := range []string{
 		"# Server\r\n", "redis_version:7.2.0\r\n", "pgcache_version:1.2.3\r\n", "redis_mode:standalone\r\n",
 		"process_id:", "uptime_in_seconds:", "tcp_port:" + ts.addr[strings.LastIndexByte(ts.addr, ':')+1:] + "\r\n",
-		"\r\n\r\n# Clients\r\nconnected_clients:1\r\nmaxclients:10000\r\n",
+		"\r\n\r\n# Clients\r\nconnected_clients:1\r\ncluster_connections:0\r\nmaxclients:10000\r\n",
 		"# Memory\r\nused_memory:",
 		"# Stats\r\ntotal_connections_received:1\r\ntotal_commands_processed:3\r\n",
 		"keyspace_hits:1\r\nkeyspace_misses:1\r\n",

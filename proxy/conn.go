@@ -60,17 +60,20 @@ type conn struct {
 	readyAt time.Time // when the last wait began, with IdleTimeout set
 	probing bool      // a probeAfter deadline is armed, IdleTimeout unset
 
-	group   group // pipelined GETs or SETs run as one backend call, see group.go
-	tx            // MULTI's queue, WATCH's keys, an EXEC's atomic run: see cmd_multi.go
-	scratch       // reused by the multi-key commands
-	rawConn       // writes that do not wait, see writeNow
+	group      group // pipelined GETs or SETs run as one backend call, see group.go
+	tx               // MULTI's queue, WATCH's keys, an EXEC's atomic run: see cmd_multi.go
+	scratch          // reused by the multi-key commands
+	rawConn          // writes that do not wait, see writeNow
+	introspect       // commandstats, CLIENT LIST, CLIENT REPLY: see cmdstats.go, cmd_client.go
 }
 
 // newConn returns a client. As in Redis, a client that connects while auth
 // is off is authenticated for good: turning auth on by a reload makes new
 // clients AUTH, not those already served.
 func newConn(s *Server, nc net.Conn, id int64) *conn {
-	return &conn{s: s, nc: nc, id: id, proto: 2, authed: !s.users.Load().RESP()}
+	c := &conn{s: s, nc: nc, id: id, proto: 2, authed: !s.users.Load().RESP()}
+	c.initSeen()
+	return c
 }
 
 // init allocates the connection's buffers, on its own goroutine: a client
@@ -244,7 +247,17 @@ func (c *conn) batch() {
 		if c.join(cmd, args) {
 			continue
 		}
+		mark, muted := len(c.out), c.mute != 0
+		if muted { // CLIENT REPLY OFF or SKIP: mark must stay valid
+			c.holdOutput++
+		}
 		c.exec(cmd, args)
+		if muted {
+			c.holdOutput--
+		}
+		if c.mute != 0 {
+			c.afterMuted(mark)
+		}
 		if c.pending() > flushAt {
 			c.room(0)
 		}
@@ -257,6 +270,8 @@ func (c *conn) batch() {
 
 func (c *conn) endBatch() {
 	c.endGroup()
+	c.flushTally()
+	c.publish()
 	if c.release != nil {
 		c.release()
 	}
@@ -279,12 +294,15 @@ func (c *conn) exec(cmd *command, args [][]byte) {
 		}
 		cmd = sub
 	}
+	c.lastCmd = cmd // queued or refused, it is the client's last command, as in Redis
 	if !cmd.arityOK(len(args)) {
+		cmd.stats.rejected.Add(1)
 		c.refuse(cmd.arityErr)
 		return
 	}
 	// After the name and arity checks, as Redis 7 does.
 	if !cmd.noAuth && c.mustAuth() {
+		cmd.stats.rejected.Add(1)
 		c.refuse(errNoAuth)
 		return
 	}
@@ -292,7 +310,7 @@ func (c *conn) exec(cmd *command, args [][]byte) {
 		c.queue(cmd, args)
 		return
 	}
-	cmd.fn(c, args)
+	c.call(cmd, args)
 }
 
 // refuse answers a request refused before it ran; inside MULTI the
@@ -354,6 +372,7 @@ func (c *conn) room(n int) bool {
 
 // drain writes what the socket takes now.
 func (c *conn) drain() {
+	c.drains++
 	n, err := c.writeNow(c.out[c.outOff:])
 	c.outOff += n
 	if err != nil {

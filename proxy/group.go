@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"time"
+
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/route"
 )
@@ -70,7 +72,7 @@ func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 // MGET's keys span routes.
 func (c *conn) join(cmd *command, args [][]byte) bool {
 	op, keys := groupable(cmd, args)
-	if op == groupNone || c.mustAuth() || c.multi != nil {
+	if op == groupNone || c.mustAuth() || c.multi != nil || c.mute != 0 {
 		c.endGroup()
 		return false
 	}
@@ -104,15 +106,23 @@ func (c *conn) join(cmd *command, args [][]byte) bool {
 	default:
 		g.reads = append(g.reads, 0)
 	}
+	c.countCall(cmd)
 	return true
 }
 
 // endGroup runs the collected run and writes its replies.
 func (c *conn) endGroup() {
 	g := &c.group
-	switch {
-	case len(g.keys) == 0:
+	if len(g.keys) == 0 {
 		return
+	}
+	errs := c.errs
+	var start time.Time
+	timed := c.sample()
+	if timed {
+		start = time.Now()
+	}
+	switch {
 	case g.op == groupGet && len(g.reads) == 1 && g.reads[0] == 0:
 		v, ok, err := g.r.Backend.Get(c.s.ctx, g.keys[0])
 		c.writeValue(g.r, v, ok, err)
@@ -122,6 +132,9 @@ func (c *conn) endGroup() {
 		c.getMany(g)
 	default:
 		c.setMany(g)
+	}
+	if timed || c.errs != errs {
+		c.groupDone(g, errs, start, timed)
 	}
 	clear(g.keys)
 	clear(g.pairs)

@@ -15,7 +15,11 @@ func (c *conn) writeOK() { c.out = redcon.AppendOK(c.out) }
 
 func (c *conn) writeSimple(s string) { c.out = redcon.AppendString(c.out, s) }
 
-func (c *conn) writeError(msg string) { c.out = redcon.AppendError(c.out, msg) }
+// writeError writes an error reply and counts it for INFO's errorstats.
+func (c *conn) writeError(msg string) {
+	c.countError(msg)
+	c.out = redcon.AppendError(c.out, msg)
+}
 
 func (c *conn) writeInt(n int64) { c.out = redcon.AppendInt(c.out, n) }
 

@@ -44,6 +44,14 @@ type Server struct {
 	wg        sync.WaitGroup // one per connection goroutine
 	nextID    atomic.Int64
 
+	// INFO and CLIENT LIST: see cmdstats.go
+	clock      atomic.Int64 // unix ms, ticked by runClock
+	clockOnce  sync.Once
+	ops        opsMeter
+	errStats   errStats
+	base       atomic.Pointer[statBase] // the counters at CONFIG RESETSTAT
+	configFile atomic.Pointer[string]
+
 	scripts  *script.Engine // EVAL, FUNCTION: see cmd_scripting.go
 	infoFunc atomic.Pointer[func(context.Context) [][2]string]
 	bulkCap  atomic.Pointer[bulkCap]
@@ -72,6 +80,8 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logg
 		scripts:   newScripts(log),
 	}
 	s.SetConfig(cfg)
+	s.clock.Store(s.started.UnixMilli())
+	s.base.Store(&statBase{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if reg != nil {
 		reg.MustRegister(s.stats.collectors()...)
@@ -112,6 +122,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	defer s.untrack(ln)
+	s.clockOnce.Do(func() { go s.runClock() })
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -184,7 +195,9 @@ func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
-	s.stats.ConnectedClients.Add(-1)
+	if c.gone.CompareAndSwap(false, true) { // else CLIENT KILL counted it
+		s.stats.ConnectedClients.Add(-1)
+	}
 	s.wg.Done()
 }
 

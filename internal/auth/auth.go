@@ -78,3 +78,12 @@ func (u *Users) Bearer(token []byte) bool {
 	}
 	return ok == 1
 }
+
+// Has reports whether name is a configured user (CLIENT KILL USER).
+func (u *Users) Has(name string) bool {
+	if u == nil {
+		return false
+	}
+	_, ok := u.users[name]
+	return ok
+}
