@@ -30,6 +30,19 @@ func TestLua51Compat(t *testing.T) {
 		{"math.huge", "return {tostring(1/0 == math.huge), tostring(-math.huge < -1e308)}", "*2\r\n$4\r\ntrue\r\n$4\r\ntrue\r\n"},
 		{"string methods", "local s = 'abc' return s:upper()", "$3\r\nABC\r\n"},
 
+		// Allocations a script sizes are bounded: Lua 5.1's format limits,
+		// and string.rep up to proto-max-bulk-len (Redis's Lua has no bound).
+		{"format width", "return string.format('%100d', 1)", "-ERR user_script:1: invalid format (width or precision too long) script: %s, on @user_script:1.\r\n"},
+		{"format precision", "return string.format('%.100f', 1)", "-ERR user_script:1: invalid format (width or precision too long) script: %s, on @user_script:1.\r\n"},
+		{"format flags", "return string.format('%------d', 1)", "-ERR user_script:1: invalid format (repeated flags) script: %s, on @user_script:1.\r\n"},
+		{"format 99", "return string.format('%99d', 1):len()", ":99\r\n"},
+		{"format method", "return ('%100d'):format(1)", "-ERR user_script:1: invalid format (width or precision too long) script: %s, on @user_script:1.\r\n"},
+		{"rep string count", "return string.rep('ab', '3')", "$6\r\nababab\r\n"},
+		{"rep count wraps to int", "return string.rep('x', 2^40)", "$0\r\n\r\n"}, // luaL_checkint keeps the low 32 bits
+		{"rep huge", "return string.rep('x', 2^31-1)", "-ERR user_script:1: not enough memory script: %s, on @user_script:1.\r\n"},
+		{"rep method huge", "return ('xx'):rep(2^29)", "-ERR user_script:1: not enough memory script: %s, on @user_script:1.\r\n"},
+		{"rep negative", "return string.rep('x', -1)", "$0\r\n\r\n"},
+
 		// getmetatable: nothing for the basic types, read-only views of
 		// strings' and _G's.
 		{"getmetatable nil", "return getmetatable(nil)", "$-1\r\n"},

@@ -98,6 +98,7 @@ func newVM(e *Engine) *vm {
 	// Redis's Lua cannot load binary chunks, so a dump is of no use; and
 	// gopher-lua's only raises "does not support".
 	g.RawGetString("string").(*lua.LTable).RawSetString("dump", lua.LNil)
+	patchStringLib(L, g.RawGetString("string").(*lua.LTable))
 	for _, name := range []string{"string", "table", "math", "coroutine"} {
 		lib := g.RawGetString(name).(*lua.LTable)
 		rg.RawSetString(name, v.readonly(lib))
