@@ -103,6 +103,10 @@ func (sc *scriptCaller) Call(run *script.Run, args [][]byte) script.Value {
 	c := sc.c
 	cmd := lookup(commands, args[0])
 	switch {
+	case cmd == nil && script.NoScript(args):
+		// A Redis command pgcache does not have that Redis would refuse
+		// anyway (BLPOP, CLUSTER RESET, ...): refused in Redis's words.
+		return script.Error(script.ErrNotAllowed)
 	case cmd == nil:
 		return script.Error(script.ErrUnknownCommand)
 	case cmd.noScript:
@@ -116,7 +120,7 @@ func (sc *scriptCaller) Call(run *script.Run, args [][]byte) script.Value {
 	switch {
 	case !cmd.arityOK(len(args)):
 		return script.Error(script.ErrWrongArity)
-	case cmd.noScript:
+	case cmd.noScript || script.NoScript(args):
 		return script.Error(script.ErrNotAllowed)
 	case run.ReadOnly && cmd.kind == kindWrite:
 		return script.Error(script.ErrWriteReadOnly)

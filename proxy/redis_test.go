@@ -191,6 +191,8 @@ func TestCompareWithRedis(t *testing.T) {
 		{"EVALSHA", "50e5e1b59d02e7e0f5e0e1a3c9b9e5a4e2d1b9a1", "0"},
 		{"SCRIPT", "EXISTS", "a42059b356c875f0717db19a51f6aaca9ae659ea", "ffffffffffffffffffffffffffffffffffffffff"},
 		{"EVAL", "return redis.call('nosuch')", "0"}, {"EVAL", "return redis.call('multi')", "0"},
+		{"EVAL", "return redis.pcall('blpop', 'x', 0)", "0"}, {"EVAL", "return redis.pcall('cluster', 'reset', 'hard')", "0"},
+		{"EVAL", "return redis.pcall('client', 'id')", "0"}, {"EVAL", "return redis.pcall('watch', 'x')", "0"},
 		{"EVAL_RO", "return redis.call('set', KEYS[1], 'x')", "1", "sc1"}, {"EVAL_RO", "return redis.call('get', KEYS[1])", "1", "sc1"},
 		{"FUNCTION", "LOAD", "#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return redis.call('get', keys[1]) end)"},
 		{"FCALL", "myfunc", "1", "sc1"}, {"FCALL", "nosuch", "0"}, {"FUNCTION", "DELETE", "mylib"},

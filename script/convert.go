@@ -147,14 +147,14 @@ func fromLua(L *lua.LState, lv lua.LValue, resp int, depth int) Value {
 		}
 		if m, ok := x.RawGetString("map").(*lua.LTable); ok {
 			out := Value{Kind: KindMap, Elems: []Value{}}
-			m.ForEach(func(k, val lua.LValue) {
+			eachPair(m, func(k, val lua.LValue) {
 				out.Elems = append(out.Elems, fromLua(L, k, resp, depth+1), fromLua(L, val, resp, depth+1))
 			})
 			return out
 		}
 		if s, ok := x.RawGetString("set").(*lua.LTable); ok {
 			out := Value{Kind: KindSet, Elems: []Value{}}
-			s.ForEach(func(k, _ lua.LValue) {
+			eachPair(s, func(k, _ lua.LValue) {
 				out.Elems = append(out.Elems, fromLua(L, k, resp, depth+1))
 			})
 			return out
@@ -182,4 +182,14 @@ func luaToInt64(f float64) int64 {
 		return math.MinInt64
 	}
 	return int64(f)
+}
+
+// eachPair calls fn for every pair of t in the order next and pairs give.
+// gopher-lua's ForEach ranges over Go maps, in a new order every time, which
+// made cmsgpack.pack, cjson.encode and map replies of the same table differ
+// from run to run.
+func eachPair(t *lua.LTable, fn func(k, v lua.LValue)) {
+	for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+		fn(k, v)
+	}
 }

@@ -56,8 +56,19 @@
 //   - tostring and ".." format numbers as Go does (1e15 -> "1e+15" is the
 //     same, 1/3 gives 16 digits instead of Lua's 14); arguments to
 //     redis.call use Redis's "%.17g" exactly.
-//   - cjson's configuration functions answer the defaults and change
-//     nothing; cjson, cmsgpack, bit and struct are implemented here in Go.
+//   - cjson's configuration functions (encode_max_depth, ...) hold for the
+//     run that calls them; in Redis they stay in the Lua state for later
+//     scripts. cjson, cmsgpack, bit and struct are implemented here in Go.
+//   - math.random draws from one lrand48 for the process, as in Redis 7.0
+//     (not reseeded per script); with runs in parallel, which run gets
+//     which number is the order they draw in.
+//   - An error raised by a library function under pcall carries the
+//     script's position ("user_script:1: ..."); Lua 5.1 adds none there.
+//     Errors of indexing or calling nil, booleans, numbers, functions and
+//     threads use Lua's words but name no variable ("attempt to index a nil
+//     value", where Lua says "attempt to index local 'x' (a nil value)").
+//   - There is no string.dump (Redis has one; no Lua in Redis can load its
+//     output). string.rep refuses results over 512 MiB.
 //   - Several scripts can be busy at once; KILL stops all the killable
 //     ones; FUNCTION STATS shows the oldest run.
 //   - FUNCTION DUMP writes Redis's payload (RDB FUNCTION2 records, version

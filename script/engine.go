@@ -76,6 +76,8 @@ type Engine struct {
 	funcs   map[string]*function
 	libsGen uint64 // bumped by every change of libs
 
+	rand *rand48 // math.random's generator, shared by every Lua state
+
 	rmu     sync.Mutex
 	running map[*Run]struct{}
 	wd      watchdog
@@ -88,6 +90,7 @@ func New(o Options) *Engine {
 		libs:    make(map[string]*library),
 		funcs:   make(map[string]*function),
 		running: make(map[*Run]struct{}),
+		rand:    newRand48(),
 		version: o.Version,
 	}
 	if o.BusyThreshold == 0 {
@@ -344,7 +347,7 @@ func (e *Engine) execute(v *vm, r *Run, nargs int) Value {
 	L := v.L
 	ctx := e.begin(r)
 	v.run = r
-	v.rand.seed(0)
+	v.cjson.reset()
 	L.SetContext(ctx)
 	err := func() (err error) {
 		defer func() {

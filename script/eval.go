@@ -308,6 +308,15 @@ func (e *Engine) Script(argv [][]byte) Value {
 	return Error(errUnknownSubcommand(string(argv[1]), "SCRIPT"))
 }
 
+// CachedScripts is how many scripts EVAL and SCRIPT LOAD have cached and
+// their bodies' total size, for INFO memory's number_of_cached_scripts and
+// used_memory_scripts_eval.
+func (e *Engine) CachedScripts() (n int, bytes int64) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return len(e.scripts), e.scriptBytes
+}
+
 func b2i(b bool) int64 {
 	if b {
 		return 1

@@ -219,3 +219,22 @@ func TestUnpackBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestCachedScripts(t *testing.T) {
+	e := New(Options{})
+	for _, tc := range []struct {
+		args  []string
+		n     int
+		bytes int64
+	}{
+		{[]string{"SCRIPT", "LOAD", "return 1"}, 1, 8},
+		{[]string{"SCRIPT", "LOAD", "return 1"}, 1, 8},
+		{[]string{"SCRIPT", "LOAD", "return 22"}, 2, 17},
+		{[]string{"SCRIPT", "FLUSH", "ASYNC"}, 0, 0},
+	} {
+		e.Script(argv(tc.args...))
+		if n, b := e.CachedScripts(); n != tc.n || b != tc.bytes {
+			t.Errorf("after %q: got %d scripts, %d bytes; want %d, %d", tc.args, n, b, tc.n, tc.bytes)
+		}
+	}
+}

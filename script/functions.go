@@ -173,7 +173,7 @@ func (v *vm) registerFunction(L *lua.LState) int {
 			return fail("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
 		}
 		var bad string
-		t.ForEach(func(k, val lua.LValue) {
+		eachPair(t, func(k, val lua.LValue) {
 			if bad != "" {
 				return
 			}

@@ -43,10 +43,15 @@ func openBit(L *lua.LState) *lua.LTable {
 	reg("tohex", func(L *lua.LState) int {
 		x := tobit(L, 1)
 		n := int32(8)
-		if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
+		if L.GetTop() >= 2 {
 			n = int32(tobit(L, 2))
 		}
 		digits := "0123456789abcdef"
+		// -MinInt32 is MinInt32 again: LuaBitOp then asked for a string of
+		// 2^31 bytes (Redis's copy clamps it like this since 7.0.15).
+		if n == math.MinInt32 {
+			n = math.MinInt32 + 1
+		}
 		if n < 0 {
 			n = -n
 			digits = "0123456789ABCDEF"

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -8,18 +9,37 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// cjson is the lua-cjson module Redis ships: encode, decode and cjson.null.
-// Its configuration functions (encode_keep_buffer, encode_max_depth, ...)
-// are accepted and answer the defaults without changing them: the module is
-// shared by every script that runs in a Lua state, and a setting one script
-// made must not change another's output.
-const (
-	cjsonMaxDepth    = 1000
-	cjsonSparseRatio = 2
-	cjsonSparseSafe  = 10
-)
+// cjson is the lua-cjson module Redis ships: encode, decode, cjson.null,
+// cjson.new and the configuration functions. The configuration lives for
+// one run: each script or function starts with lua-cjson's defaults (in
+// Redis a setting stays in the Lua state for the scripts after it; here a
+// run takes any of several Lua states, so keeping it would make the next
+// script's output depend on which one it got).
+type cjsonConfig struct {
+	sparseConvert  bool // encode an excessively sparse array as an object
+	sparseRatio    int  // 0: sparse arrays allowed; else max > items*ratio is sparse
+	sparseSafe     int  // arrays up to this index are never sparse
+	encodeMaxDepth int
+	decodeMaxDepth int
+	encodeInvalid  int // NaN and Inf: 0 refused, 1 written as nan/inf, 2 as null
+	decodeInvalid  bool
+	keepBuffer     bool // no effect here; kept to answer what was set
+	precision      int  // significant digits of numbers, "%.<precision>g"
+}
 
-func openCJSON(L *lua.LState) *lua.LTable {
+var cjsonDefaults = cjsonConfig{
+	sparseRatio:    2,
+	sparseSafe:     10,
+	encodeMaxDepth: 1000,
+	decodeMaxDepth: 1000,
+	decodeInvalid:  true,
+	keepBuffer:     true,
+	precision:      14,
+}
+
+func (c *cjsonConfig) reset() { *c = cjsonDefaults }
+
+func openCJSON(L *lua.LState, cfg *cjsonConfig) *lua.LTable {
 	t := L.NewTable()
 	null := L.NewUserData() // lua-cjson's null is a light userdata NULL
 	t.RawSetString("null", null)
@@ -30,7 +50,8 @@ func openCJSON(L *lua.LState) *lua.LTable {
 			L.ArgError(1, "expected 1 argument")
 		}
 		var b strings.Builder
-		if msg := cjsonEncode(&b, L.Get(1), null, 0); msg != "" {
+		enc := &jsonEncoder{b: &b, cfg: cfg, null: null}
+		if msg := enc.value(L.Get(1), 0); msg != "" {
 			L.RaiseError("%s", msg)
 		}
 		L.Push(lua.LString(b.String()))
@@ -40,7 +61,7 @@ func openCJSON(L *lua.LState) *lua.LTable {
 		if L.GetTop() != 1 {
 			L.ArgError(1, "expected 1 argument")
 		}
-		d := &jsonDecoder{L: L, s: L.CheckString(1), null: null}
+		d := &jsonDecoder{L: L, s: L.CheckString(1), null: null, cfg: cfg}
 		v := d.value(0)
 		d.space()
 		if d.err == "" && d.i < len(d.s) {
@@ -53,30 +74,128 @@ func openCJSON(L *lua.LState) *lua.LTable {
 		return 1
 	}))
 	t.RawSetString("new", L.NewFunction(func(L *lua.LState) int {
-		L.Push(openCJSON(L))
+		c := cjsonDefaults
+		L.Push(openCJSON(L, &c))
 		return 1
 	}))
-	settings := map[string][]lua.LValue{
-		"encode_keep_buffer":      {lua.LTrue},
-		"encode_max_depth":        {lua.LNumber(cjsonMaxDepth)},
-		"decode_max_depth":        {lua.LNumber(cjsonMaxDepth)},
-		"encode_number_precision": {lua.LNumber(14)},
-		"encode_sparse_array":     {lua.LFalse, lua.LNumber(cjsonSparseRatio), lua.LNumber(cjsonSparseSafe)},
-		"encode_invalid_numbers":  {lua.LFalse},
-		"decode_invalid_numbers":  {lua.LTrue},
-	}
-	for name, vals := range settings {
+	cfgFn := func(name string, nargs int, f func(L *lua.LState) int) {
 		t.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
-			for _, v := range vals {
-				L.Push(v)
+			if L.GetTop() > nargs {
+				L.ArgError(nargs+1, "found too many arguments")
 			}
-			return len(vals)
+			L.SetTop(nargs)
+			return f(L)
 		}))
 	}
+	cfgFn("encode_sparse_array", 3, func(L *lua.LState) int {
+		cjsonBoolOption(L, 1, &cfg.sparseConvert)
+		cjsonIntOption(L, 2, &cfg.sparseRatio, 0, math.MaxInt32)
+		cjsonIntOption(L, 3, &cfg.sparseSafe, 0, math.MaxInt32)
+		return 3
+	})
+	cfgFn("encode_max_depth", 1, func(L *lua.LState) int {
+		return cjsonIntOption(L, 1, &cfg.encodeMaxDepth, 1, math.MaxInt32)
+	})
+	cfgFn("decode_max_depth", 1, func(L *lua.LState) int {
+		return cjsonIntOption(L, 1, &cfg.decodeMaxDepth, 1, math.MaxInt32)
+	})
+	cfgFn("encode_number_precision", 1, func(L *lua.LState) int {
+		return cjsonIntOption(L, 1, &cfg.precision, 1, 14)
+	})
+	cfgFn("encode_keep_buffer", 1, func(L *lua.LState) int {
+		return cjsonBoolOption(L, 1, &cfg.keepBuffer)
+	})
+	cfgFn("decode_invalid_numbers", 1, func(L *lua.LState) int {
+		return cjsonBoolOption(L, 1, &cfg.decodeInvalid)
+	})
+	cfgFn("encode_invalid_numbers", 1, func(L *lua.LState) int {
+		options := []string{"off", "on", "null"}
+		switch a := L.Get(1).(type) {
+		case *lua.LNilType:
+		case lua.LBool:
+			cfg.encodeInvalid = 0
+			if a {
+				cfg.encodeInvalid = 1
+			}
+		default:
+			cfg.encodeInvalid = checkOption(L, 1, options)
+		}
+		if cfg.encodeInvalid < 2 {
+			L.Push(lua.LBool(cfg.encodeInvalid == 1))
+		} else {
+			L.Push(lua.LString(options[cfg.encodeInvalid]))
+		}
+		return 1
+	})
 	return t
 }
 
-func cjsonEncode(b *strings.Builder, v lua.LValue, null *lua.LUserData, depth int) string {
+// cjsonIntOption is lua-cjson's json_integer_option: set *setting from
+// argument i unless it is nil, and push the setting.
+func cjsonIntOption(L *lua.LState, i int, setting *int, min, max int) int {
+	if L.Get(i) != lua.LNil {
+		n := int(checkInt(L, i))
+		if n < min || n > max {
+			// lua-cjson names argument 1 whichever it checks.
+			L.ArgError(1, fmt.Sprintf("expected integer between %d and %d", min, max))
+		}
+		*setting = n
+	}
+	L.Push(lua.LNumber(*setting))
+	return 1
+}
+
+// cjsonBoolOption is lua-cjson's json_enum_option for on/off settings: a
+// boolean, or "on" or "off".
+func cjsonBoolOption(L *lua.LState, i int, setting *bool) int {
+	switch a := L.Get(i).(type) {
+	case *lua.LNilType:
+	case lua.LBool:
+		*setting = bool(a)
+	default:
+		*setting = checkOption(L, i, []string{"off", "on"}) == 1
+	}
+	L.Push(lua.LBool(*setting))
+	return 1
+}
+
+// checkOption is luaL_checkoption without a default.
+func checkOption(L *lua.LState, i int, options []string) int {
+	name := L.CheckString(i)
+	for n, o := range options {
+		if o == name {
+			return n
+		}
+	}
+	L.ArgError(i, "invalid option '"+name+"'")
+	return 0
+}
+
+type jsonEncoder struct {
+	b    *strings.Builder
+	cfg  *cjsonConfig
+	null *lua.LUserData
+}
+
+// number writes f as lua-cjson's json_append_number does.
+func (e *jsonEncoder) number(f float64) string {
+	switch {
+	case !math.IsNaN(f) && !math.IsInf(f, 0):
+	case e.cfg.encodeInvalid == 0:
+		return "Cannot serialise number: must not be NaN or Inf"
+	case e.cfg.encodeInvalid == 2:
+		e.b.WriteString("null")
+		return ""
+	case math.IsNaN(f):
+		e.b.WriteString("nan")
+		return ""
+	}
+	e.b.WriteString(formatG(f, e.cfg.precision))
+	return ""
+}
+
+func (e *jsonEncoder) value(v lua.LValue, depth int) string {
+	b := e.b
 	switch x := v.(type) {
 	case *lua.LNilType:
 		b.WriteString("null")
@@ -87,44 +206,40 @@ func cjsonEncode(b *strings.Builder, v lua.LValue, null *lua.LUserData, depth in
 			b.WriteString("false")
 		}
 	case lua.LNumber:
-		f := float64(x)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return "Cannot serialise number: must not be NaN or Inf"
-		}
-		b.WriteString(formatG14(f))
+		return e.number(float64(x))
 	case lua.LString:
 		jsonString(b, string(x))
 	case *lua.LUserData:
-		if x != null {
+		if x != e.null {
 			return "Cannot serialise userdata: type not supported"
 		}
 		b.WriteString("null")
 	case *lua.LTable:
 		depth++
-		if depth > cjsonMaxDepth {
+		if depth > e.cfg.encodeMaxDepth {
 			return "Cannot serialise, excessive nesting (" + strconv.Itoa(depth) + ")"
 		}
-		n, isArray := arrayLength(x)
-		if isArray && n > 0 {
+		n := e.arrayLength(x)
+		if n == -2 {
+			return "Cannot serialise table: excessively sparse array"
+		}
+		if n > 0 {
 			b.WriteByte('[')
 			for i := 1; i <= n; i++ {
 				if i > 1 {
 					b.WriteByte(',')
 				}
-				if msg := cjsonEncode(b, x.RawGetInt(i), null, depth); msg != "" {
+				if msg := e.value(x.RawGetInt(i), depth); msg != "" {
 					return msg
 				}
 			}
 			b.WriteByte(']')
 			return ""
 		}
-		if n == -1 {
-			return "Cannot serialise table: excessively sparse array"
-		}
 		b.WriteByte('{')
 		first := true
 		var msg string
-		x.ForEach(func(k, val lua.LValue) {
+		eachPair(x, func(k, val lua.LValue) {
 			if msg != "" {
 				return
 			}
@@ -136,13 +251,17 @@ func cjsonEncode(b *strings.Builder, v lua.LValue, null *lua.LUserData, depth in
 			case lua.LString:
 				jsonString(b, string(kk))
 			case lua.LNumber:
-				jsonString(b, formatG14(float64(kk)))
+				b.WriteByte('"')
+				if msg = e.number(float64(kk)); msg != "" {
+					return
+				}
+				b.WriteByte('"')
 			default:
-				msg = "Cannot serialise table: table key must be a number or string"
+				msg = "Cannot serialise " + k.Type().String() + ": table key must be a number or string"
 				return
 			}
 			b.WriteByte(':')
-			msg = cjsonEncode(b, val, null, depth)
+			msg = e.value(val, depth)
 		})
 		if msg != "" {
 			return msg
@@ -155,12 +274,13 @@ func cjsonEncode(b *strings.Builder, v lua.LValue, null *lua.LUserData, depth in
 }
 
 // arrayLength is lua-cjson's lua_array_length: the largest key when every
-// key is a positive integer (0 for an empty table), -1 for an excessively
-// sparse array, and false when some key is not a positive integer.
-func arrayLength(t *lua.LTable) (int, bool) {
+// key is a positive integer (0 for an empty table), -1 when the table is an
+// object (some other key, or an excessively sparse array to convert) and
+// -2 for an excessively sparse array that is an error.
+func (e *jsonEncoder) arrayLength(t *lua.LTable) int {
 	max, items := 0, 0
 	isArray := true
-	t.ForEach(func(k, _ lua.LValue) {
+	eachPair(t, func(k, _ lua.LValue) {
 		if !isArray {
 			return
 		}
@@ -169,26 +289,32 @@ func arrayLength(t *lua.LTable) (int, bool) {
 			isArray = false
 			return
 		}
-		if int(n) > max {
-			max = int(n)
+		if float64(n) > float64(max) {
+			max = int(math.Min(float64(n), math.MaxInt32))
 		}
 		items++
 	})
 	if !isArray {
-		return 0, false
+		return -1
 	}
-	if max > cjsonSparseSafe && max > items*cjsonSparseRatio {
-		return -1, false
+	if c := e.cfg; c.sparseRatio > 0 && max > items*c.sparseRatio && max > c.sparseSafe {
+		if !c.sparseConvert {
+			return -2
+		}
+		return -1
 	}
-	return max, true
+	return max
 }
 
-// formatG14 is C's "%.14g", Lua 5.1's number format.
-func formatG14(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return strconv.FormatInt(int64(f), 10)
+// formatG is C's "%.<prec>g", lua-cjson's number format (fpconv_g_fmt).
+func formatG(f float64, prec int) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
 	}
-	return strconv.FormatFloat(f, 'g', 14, 64)
+	return strconv.FormatFloat(f, 'g', prec, 64)
 }
 
 func jsonString(b *strings.Builder, s string) {
@@ -231,12 +357,15 @@ type jsonDecoder struct {
 	s    string
 	i    int
 	null *lua.LUserData
+	cfg  *cjsonConfig
 	err  string
 }
 
-func (d *jsonDecoder) fail(what string) {
+func (d *jsonDecoder) fail(what string) { d.failFound(what, "invalid token") }
+
+func (d *jsonDecoder) failFound(what, found string) {
 	if d.err == "" {
-		d.err = "Expected " + what + " but found invalid token at character " + strconv.Itoa(d.i+1)
+		d.err = "Expected " + what + " but found " + found + " at character " + strconv.Itoa(d.i+1)
 	}
 }
 
@@ -257,7 +386,7 @@ func (d *jsonDecoder) value(depth int) lua.LValue {
 	}
 	switch c := d.s[d.i]; {
 	case c == '{' || c == '[':
-		if depth+1 > cjsonMaxDepth {
+		if depth+1 > d.cfg.decodeMaxDepth {
 			d.err = "Found too many nested data structures (" + strconv.Itoa(depth+1) + ") at character " + strconv.Itoa(d.i+1)
 			return lua.LNil
 		}
@@ -272,26 +401,73 @@ func (d *jsonDecoder) value(depth int) lua.LValue {
 		}
 		return lua.LString(s)
 	case c == '-' || c >= '0' && c <= '9':
-		j := d.i
-		for j < len(d.s) && strings.IndexByte("+-0123456789.eExX", d.s[j]) >= 0 {
-			j++
-		}
-		f, err := strconv.ParseFloat(d.s[d.i:j], 64)
-		if err != nil {
-			d.fail("value")
+		if !d.cfg.decodeInvalid && d.invalidNumber() {
+			d.failFound("value", "invalid number")
 			return lua.LNil
 		}
-		d.i = j
-		return lua.LNumber(f)
+		return d.number()
 	}
-	for word, v := range map[string]lua.LValue{"true": lua.LTrue, "false": lua.LFalse, "null": d.null} {
-		if strings.HasPrefix(d.s[d.i:], word) {
-			d.i += len(word)
-			return v
+	for _, w := range []struct {
+		word string
+		v    lua.LValue
+	}{{"true", lua.LTrue}, {"false", lua.LFalse}, {"null", d.null}} {
+		if strings.HasPrefix(d.s[d.i:], w.word) {
+			d.i += len(w.word)
+			return w.v
 		}
+	}
+	if d.cfg.decodeInvalid && d.invalidNumber() {
+		return d.number()
 	}
 	d.fail("value")
 	return lua.LNil
+}
+
+// invalidNumber is lua-cjson's json_is_invalid_number: what strtod reads
+// and JSON does not allow (hexadecimal, Inf, NaN, a leading zero).
+func (d *jsonDecoder) invalidNumber() bool {
+	p := d.s[d.i:]
+	p = strings.TrimPrefix(p, "-")
+	if len(p) >= 2 && p[0] == '0' && (p[1]|0x20 == 'x' || p[1] >= '0' && p[1] <= '9') {
+		return true
+	}
+	if len(p) > 0 && p[0] <= '9' {
+		return false
+	}
+	lower := strings.ToLower(p[:min(len(p), 3)])
+	return lower == "inf" || lower == "nan"
+}
+
+// number reads a number as strtod would: decimal, hexadecimal, inf,
+// infinity or nan, the sign included.
+func (d *jsonDecoder) number() lua.LValue {
+	j := d.i
+	if j < len(d.s) && (d.s[j] == '-' || d.s[j] == '+') {
+		j++
+	}
+	rest := strings.ToLower(d.s[j:min(len(d.s), j+8)])
+	switch {
+	case strings.HasPrefix(rest, "infinity"):
+		j += 8
+	case strings.HasPrefix(rest, "inf"), strings.HasPrefix(rest, "nan"):
+		j += 3
+	case strings.HasPrefix(rest, "0x"):
+		j += 2
+		for j < len(d.s) && strings.IndexByte("0123456789abcdefABCDEF", d.s[j]) >= 0 {
+			j++
+		}
+	default:
+		for j < len(d.s) && strings.IndexByte("+-0123456789.eE", d.s[j]) >= 0 {
+			j++
+		}
+	}
+	f, ok := parseLuaNumber(d.s[d.i:j])
+	if !ok {
+		d.failFound("value", "invalid number")
+		return lua.LNil
+	}
+	d.i = j
+	return lua.LNumber(f)
 }
 
 func (d *jsonDecoder) object(depth int) lua.LValue {

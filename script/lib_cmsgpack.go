@@ -90,9 +90,9 @@ func msgpackEncode(b []byte, v lua.LValue, depth int) []byte {
 			return b
 		}
 		n := 0
-		x.ForEach(func(_, _ lua.LValue) { n++ })
+		eachPair(x, func(_, _ lua.LValue) { n++ })
 		b = msgpackHeader(b, n, 0x80, 0xde, 0xdf)
-		x.ForEach(func(k, val lua.LValue) {
+		eachPair(x, func(k, val lua.LValue) {
 			b = msgpackEncode(b, k, depth+1)
 			b = msgpackEncode(b, val, depth+1)
 		})
@@ -106,7 +106,7 @@ func msgpackEncode(b []byte, v lua.LValue, depth int) []byte {
 func msgpackArrayLen(t *lua.LTable) (int, bool) {
 	count, max := 0, 0
 	ok := true
-	t.ForEach(func(k, _ lua.LValue) {
+	eachPair(t, func(k, _ lua.LValue) {
 		n, isNum := k.(lua.LNumber)
 		if !isNum || float64(n) <= 0 || math.Trunc(float64(n)) != float64(n) {
 			ok = false

@@ -3,6 +3,7 @@ package script
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"math"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -40,6 +41,8 @@ type vm struct {
 	loadGlobals *lua.LTable
 	handler     *lua.LFunction
 	proxies     map[*lua.LTable]*lua.LTable // proxy -> the table it guards
+	globalsMeta *lua.LTable                 // what getmetatable(_G) shows
+	stringMeta  *lua.LTable                 // what getmetatable('') shows
 	eng         *Engine
 
 	run     *Run                  // the run in progress, nil between runs
@@ -47,7 +50,7 @@ type vm struct {
 	loading *libraryBuild         // the library being loaded, nil otherwise
 	libs    map[string]*libLoaded // libraries instantiated in this vm
 	broken  bool                  // killed or panicked: do not reuse
-	rand    *rand48               // math.random, seeded with 0 at each run
+	cjson   *cjsonConfig          // cjson's settings, reset at each run
 }
 
 func newVM(e *Engine) *vm {
@@ -58,7 +61,8 @@ func newVM(e *Engine) *vm {
 		RegistryMaxSize:     regMax,
 		MinimizeStackMemory: true,
 	})
-	v := &vm{L: L, eng: e, proxies: make(map[*lua.LTable]*lua.LTable), libs: make(map[string]*libLoaded)}
+	v := &vm{L: L, eng: e, proxies: make(map[*lua.LTable]*lua.LTable), libs: make(map[string]*libLoaded), cjson: &cjsonConfig{}}
+	v.cjson.reset()
 	for _, lib := range []struct {
 		name string
 		fn   lua.LGFunction
@@ -91,13 +95,20 @@ func newVM(e *Engine) *vm {
 		L.Push(lua.LNumber(0))
 		return 1
 	}))
+	// Redis's Lua cannot load binary chunks, so a dump is of no use; and
+	// gopher-lua's only raises "does not support".
+	g.RawGetString("string").(*lua.LTable).RawSetString("dump", lua.LNil)
+	patchStringLib(L, g.RawGetString("string").(*lua.LTable))
 	for _, name := range []string{"string", "table", "math", "coroutine"} {
 		lib := g.RawGetString(name).(*lua.LTable)
 		rg.RawSetString(name, v.readonly(lib))
 	}
 	mathLib := g.RawGetString("math").(*lua.LTable)
-	v.rand = openMathRandom(L, mathLib)
-	rg.RawSetString("cjson", v.readonly(openCJSON(L)))
+	// gopher-lua's math.huge is the largest finite number; Lua's is HUGE_VAL,
+	// so 1/0 == math.huge and -math.huge is below every number.
+	mathLib.RawSetString("huge", lua.LNumber(math.Inf(1)))
+	v.openMathRandom(mathLib, e.rand)
+	rg.RawSetString("cjson", v.readonly(openCJSON(L, v.cjson)))
 	rg.RawSetString("bit", v.readonly(openBit(L)))
 	rg.RawSetString("struct", v.readonly(openStruct(L)))
 	rg.RawSetString("cmsgpack", v.readonly(openCMsgpack(L)))
@@ -128,12 +139,7 @@ func newVM(e *Engine) *vm {
 	L.SetMetatable(v.env, v.envMeta)
 	v.proxies[v.env] = v.runGlobals
 	rg.RawSetString("_G", v.env)
-
-	// The string metatable's __index is the real string table (method calls
-	// stay fast); scripts reach the metatable only as a read-only proxy.
-	if smt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
-		smt.RawSetString("__metatable", v.readonly(smt))
-	}
+	v.openTypeMetatables(missing)
 
 	L.Env = v.env
 	L.G.Global = v.env
@@ -208,6 +214,33 @@ func (v *vm) wrapBuiltins(rg *lua.LTable) {
 		L.Push(lua.LNil)
 		return 3
 	}))
+	getmt := rg.RawGetString("getmetatable")
+	rg.RawSetString("getmetatable", L.NewFunction(func(L *lua.LState) int {
+		switch x := L.CheckAny(1).(type) {
+		case *lua.LTable:
+			if x == v.env {
+				L.Push(v.globalsMeta)
+				return 1
+			}
+			if _, ok := v.proxies[x]; ok {
+				// Redis's read-only tables have no metatable.
+				L.Push(lua.LNil)
+				return 1
+			}
+		case *lua.LUserData:
+		case lua.LString:
+			L.Push(v.stringMeta)
+			return 1
+		default:
+			// Lua 5.1 gives the other types no metatable; the ones
+			// openTypeMetatables sets only word errors.
+			L.Push(lua.LNil)
+			return 1
+		}
+		L.Insert(getmt, 1)
+		L.Call(L.GetTop()-1, 1)
+		return 1
+	}))
 	setmt := rg.RawGetString("setmetatable")
 	rg.RawSetString("setmetatable", L.NewFunction(func(L *lua.LState) int {
 		if t, ok := L.Get(1).(*lua.LTable); ok {
@@ -240,6 +273,52 @@ func (v *vm) wrapBuiltins(rg *lua.LTable) {
 		L.Insert(lua.LTrue, 1)
 		return L.GetTop()
 	}))
+}
+
+// openTypeMetatables gives nil, booleans, numbers, functions and
+// coroutines metatables that raise Lua 5.1's own texts ("attempt to index
+// a nil value", "attempt to call a number value") where gopher-lua says
+// "attempt to index a non-table object(nil) with key 'x'" or "attempt to
+// call a non-function object", and adds the same to strings' metatable.
+// Scripts see none of them (see getmetatable in wrapBuiltins) but a
+// read-only view of strings' one, as in Redis, and of _G's.
+func (v *vm) openTypeMetatables(missing *lua.LFunction) {
+	L := v.L
+	raise := func(what, typ string) *lua.LFunction {
+		msg := "attempt to " + what + " a " + typ + " value"
+		return L.NewFunction(func(L *lua.LState) int {
+			L.RaiseError("%s", msg)
+			return 0
+		})
+	}
+	for _, val := range []lua.LValue{lua.LNil, lua.LFalse, lua.LNumber(0), L.NewFunction(raiseReadonly), L} {
+		typ := val.Type().String()
+		if typ == "channel" {
+			continue
+		}
+		mt := L.NewTable()
+		mt.RawSetString("__index", raise("index", typ))
+		mt.RawSetString("__newindex", raise("index", typ))
+		mt.RawSetString("__call", raise("call", typ))
+		L.SetMetatable(val, mt)
+	}
+	smt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable)
+	if !ok {
+		panic("script: gopher-lua's string library set no metatable")
+	}
+	smt.RawSetString("__newindex", raise("index", "string"))
+	smt.RawSetString("__call", raise("call", "string"))
+	// The real metatable keeps the real string table as __index (method
+	// calls stay fast); what scripts see reads through to the read-only one.
+	shown := L.NewTable()
+	shown.RawSetString("__index", v.runGlobals.RawGetString("string"))
+	v.stringMeta = v.readonly(shown)
+	smt.RawSetString("__metatable", v.stringMeta)
+
+	// Redis's _G has a metatable whose __index refuses unknown globals.
+	gm := L.NewTable()
+	gm.RawSetString("__index", missing)
+	v.globalsMeta = v.readonly(gm)
 }
 
 // errorHandler is the message handler of every run, Redis's
