@@ -142,11 +142,6 @@ func cmdClientNoEvict(c *conn, args [][]byte) {
 	c.writeOK()
 }
 
-// CLIENT GETREDIR
-//
-// -1: tracking is off (CLIENT TRACKING is refused for now).
-func cmdClientGetRedir(c *conn, _ [][]byte) { c.writeInt(-1) }
-
 // CLIENT INFO
 func cmdClientInfo(c *conn, _ [][]byte) {
 	var b strings.Builder
@@ -474,6 +469,7 @@ func (s *Server) userExists(name string) bool {
 func (s *Server) kill(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	delete(s.byID, c.id)
 	s.mu.Unlock()
 	if c.gone.CompareAndSwap(false, true) {
 		s.stats.ConnectedClients.Add(-1)

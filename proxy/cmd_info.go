@@ -298,7 +298,7 @@ func (c *conn) keyCount() int64 {
 	var total int64
 	for _, r := range c.t.Routes() {
 		if s, ok := backends.As[backends.Sizer](r.Backend); ok && len(r.Prefixes) > 0 {
-			if n, err := s.Len(c.s.ctx); err == nil {
+			if n, err := s.Len(c.ctx); err == nil {
 				total += n
 			}
 		}
