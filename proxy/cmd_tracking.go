@@ -10,9 +10,8 @@ import (
 // channels are accepted and stay silent). The checks, their order and
 // their texts are Redis 7's (networking.c clientCommand).
 
+// clientCmd is CLIENT, whose subcommands keep CLIENT CACHING's flag.
 var clientCmd *command
-
-func init() { clientCmd = commands["client"] }
 
 // CLIENT TRACKING <ON | OFF> [REDIRECT client-id] [PREFIX prefix
 // [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]

@@ -193,6 +193,7 @@ func init() {
 		// cmd_info.go
 		{name: "info", fn: cmdInfo, kind: kindAdmin, arity: -1},
 	})
+	clientCmd = commands["client"]
 }
 
 // newTable builds a lookup table from specs; parent is the container's

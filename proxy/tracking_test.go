@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"regexp"
 	"runtime"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valkey-io/valkey-go"
 )
 
 // stepper sends one command at a time and returns every byte the server
@@ -347,5 +350,47 @@ func TestTrackingTableBounded(t *testing.T) {
 	runtime.GC()
 	if after := heapInuse(); after > before+4<<20 {
 		t.Errorf("heap grew from %d to %d reading 10x the bound", before, after)
+	}
+}
+
+// TestValkeyGoClientSideCache: valkey-go with its default options (client-
+// side caching on) reads a key twice, the second from its own memory; a
+// write by another client reaches its cache, and the next read returns
+// the new value. On the catch-all route and a prefixed one.
+func TestValkeyGoClientSideCache(t *testing.T) {
+	ts := startServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{ts.addr}})
+	if err != nil {
+		t.Fatalf("valkey.NewClient with its default options: %v", err)
+	}
+	defer client.Close()
+	other := dial(t, ts.addr)
+	for _, key := range []string{"csc:a", "pg:csc:b"} {
+		other.do("SET", key, "old")
+		read := func() (string, bool) {
+			t.Helper()
+			res := client.DoCache(ctx, client.B().Get().Key(key).Cache(), time.Minute)
+			v, err := res.ToString()
+			if err != nil {
+				t.Fatalf("DoCache GET %s: %v", key, err)
+			}
+			return v, res.IsCacheHit()
+		}
+		if v, hit := read(); v != "old" || hit {
+			t.Fatalf("first read of %s: %q, hit %v; want old from the server", key, v, hit)
+		}
+		if v, hit := read(); v != "old" || !hit {
+			t.Fatalf("second read of %s: %q, hit %v; want old from the app's memory", key, v, hit)
+		}
+		other.do("SET", key, "new")
+		eventually(t, "the write reaches valkey-go's cache", func() bool {
+			v, _ := read()
+			return v == "new"
+		})
+		if v, hit := read(); v != "new" || !hit {
+			t.Fatalf("read after the refill of %s: %q, hit %v; want new from memory", key, v, hit)
+		}
 	}
 }
