@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/route"
 )
 
@@ -306,18 +307,45 @@ func (t *tracker) counts() (keys, items, prefixes int) {
 }
 
 // trackRead registers the keys a read command is about to read, for a
-// client tracking in default mode that did not opt out of this read.
+// client tracking in default mode that did not opt out of this read. A
+// key of a route whose backend may change where pgcache does not see it
+// (not a backends.SoleWriter) is invalidated right after the reply
+// instead, in every mode: the client may cache it for that long only.
 func (c *conn) trackRead(cmd *command, args [][]byte) {
 	st := c.track
-	if st == nil || st.bcast || cmd.kind != kindRead {
-		return
-	}
-	if st.optin && !c.caching || st.optout && c.caching {
+	if st == nil || cmd.kind != kindRead {
 		return
 	}
 	keys, bad := keysOf(cmd, args)
 	if bad != "" || len(keys) == 0 {
 		return
 	}
-	c.s.tracking.remember(c, keys)
+	seen := keys[:0:0]
+	var unseen [][]byte
+	for _, k := range keys {
+		if r, _ := c.t.ForKey(bstr(k)); r != nil {
+			if _, ok := backends.As[backends.SoleWriter](r.Backend); !ok {
+				unseen = append(unseen, k)
+				continue
+			}
+		}
+		seen = append(seen, k)
+	}
+	if len(unseen) > 0 {
+		c.s.tracking.bounce(c, unseen)
+	}
+	if st.bcast || st.optin && !c.caching || st.optout && c.caching {
+		return
+	}
+	c.s.tracking.remember(c, seen)
+}
+
+// bounce invalidates keys for c alone: the push leaves after the reply
+// of the read that registered them.
+func (t *tracker) bounce(c *conn, keys [][]byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		t.sendLocked(c, string(k), false)
+	}
 }

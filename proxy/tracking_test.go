@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/route"
 )
 
 // stepper sends one command at a time and returns every byte the server
@@ -391,6 +394,59 @@ func TestValkeyGoClientSideCache(t *testing.T) {
 		})
 		if v, hit := read(); v != "new" || !hit {
 			t.Fatalf("read after the refill of %s: %q, hit %v; want new from memory", key, v, hit)
+		}
+	}
+}
+
+// unseenBackend hides a memory store's SoleWriter, as a backend others
+// may write (PostgreSQL, Valkey) has none.
+type unseenBackend struct{ backends.Backend }
+
+func (u unseenBackend) Atomically(ctx context.Context, keys []string, fn func(tx backends.Backend) error) error {
+	return u.Backend.(backends.Atomic).Atomically(ctx, keys, fn)
+}
+
+// TestTrackingUnseenRouteBounces: a key of a route whose writes pgcache
+// may not see is invalidated right after the read that served it, so no
+// client keeps it; valkey-go then never serves it from memory.
+func TestTrackingUnseenRouteBounces(t *testing.T) {
+	ts := startServerWith(t, Config{}, func(r *route.Route) {
+		if r.Name == "postgres" {
+			r.Backend = unseenBackend{r.Backend}
+		}
+	})
+	c := dial(t, ts.addr)
+	c.do("HELLO", "3")
+	c.do("CLIENT", "TRACKING", "on")
+	c.do("SET", "pg:k", "v")
+	if got := c.do("GET", "pg:k"); got != "$1\r\nv\r\n" {
+		t.Fatalf("GET: %q", got)
+	}
+	if got, want := readPush(t, c), ">2\r\n$10\r\ninvalidate\r\n*1\r\n$4\r\npg:k\r\n"; got != want {
+		t.Fatalf("after the read: got %q, want %q", got, want)
+	}
+	if keys, _, _ := ts.tracking.counts(); keys != 0 {
+		t.Errorf("tracked keys: %d, want 0", keys)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{ts.addr}})
+	if err != nil {
+		t.Fatalf("valkey.NewClient: %v", err)
+	}
+	defer client.Close()
+	for range 3 {
+		res := client.DoCache(ctx, client.B().Get().Key("pg:k").Cache(), time.Minute)
+		if v, err := res.ToString(); err != nil || v != "v" {
+			t.Fatalf("DoCache: %q, %v", v, err)
+		}
+		if res.IsCacheHit() {
+			// The push may trail the reply: valkey-go serves from memory
+			// until it arrives, which is the reply's own moment.
+			eventually(t, "the bounce reaches valkey-go", func() bool {
+				return !client.DoCache(ctx, client.B().Get().Key("pg:k").Cache(), time.Minute).IsCacheHit()
+			})
 		}
 	}
 }
