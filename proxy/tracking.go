@@ -171,6 +171,12 @@ func (t *tracker) evictLocked() {
 	}
 }
 
+func (t *tracker) maxKeysNow() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.maxKeys
+}
+
 func (t *tracker) setMaxKeys(n int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
