@@ -106,3 +106,12 @@ type Watchable interface {
 	WatchToken() uint64
 	ChangedSince(key string, tok uint64) bool
 }
+
+// SoleWriter is a Backend that only this process writes: every change to
+// it goes through its methods (the memory store). The RESP front lets
+// clients cache its keys (CLIENT TRACKING); a key of any other backend,
+// which may change where pgcache does not see it, is invalidated right
+// after the read that served it.
+type SoleWriter interface {
+	SoleWriter()
+}

@@ -142,11 +142,6 @@ func cmdClientNoEvict(c *conn, args [][]byte) {
 	c.writeOK()
 }
 
-// CLIENT GETREDIR
-//
-// -1: tracking is off (CLIENT TRACKING is refused for now).
-func cmdClientGetRedir(c *conn, _ [][]byte) { c.writeInt(-1) }
-
 // CLIENT INFO
 func cmdClientInfo(c *conn, _ [][]byte) {
 	var b strings.Builder
@@ -474,6 +469,7 @@ func (s *Server) userExists(name string) bool {
 func (s *Server) kill(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	delete(s.byID, c.id)
 	s.mu.Unlock()
 	if c.gone.CompareAndSwap(false, true) {
 		s.stats.ConnectedClients.Add(-1)
@@ -484,8 +480,10 @@ func (s *Server) kill(c *conn) {
 // CLIENT HELP
 func cmdClientHelp(c *conn, _ [][]byte) {
 	writeHelp(c, "CLIENT", []string{
+		"CACHING (YES|NO)",
+		"    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
 		"GETREDIR",
-		"    Return the client ID we are redirecting to when tracking is enabled (always -1: pgcache does not track).",
+		"    Return the client ID we are redirecting to when tracking is enabled.",
 		"GETNAME",
 		"    Return the name of the current connection.",
 		"ID",
@@ -512,6 +510,11 @@ func cmdClientHelp(c *conn, _ [][]byte) {
 		"      Return clients of specified type.",
 		"REPLY (ON|OFF|SKIP)",
 		"    Control the replies sent to the current connection.",
+		"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+		"         [OPTIN] [OPTOUT] [NOLOOP]",
+		"    Control server assisted client side caching.",
+		"TRACKINGINFO",
+		"    Report tracking status for the current connection.",
 		"SETNAME <name>",
 		"    Assign the name <name> to the current connection.",
 		"SETINFO <LIB-NAME libname | LIB-VER libver>",

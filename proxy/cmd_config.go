@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -82,6 +83,15 @@ func init() {
 			get:   func(s *Server) string { return strconv.FormatInt(int64(s.config().IdleTimeout/time.Second), 10) },
 			check: intRange(0, 1<<31-1),
 			set:   configSet(func(cfg *Config, n int64) { cfg.IdleTimeout = time.Duration(n) * time.Second }),
+		}},
+		{"tracking-table-max-keys", &param{
+			get:   func(s *Server) string { return strconv.Itoa(s.tracking.maxKeysNow()) },
+			check: intRange(0, maxInt64),
+			set: func(s *Server, v string) string {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				s.tracking.setMaxKeys(int(min(n, math.MaxInt32)))
+				return ""
+			},
 		}},
 		{"proto-max-bulk-len", &param{
 			get:   func(s *Server) string { return strconv.FormatInt(s.config().MaxBulkBytes, 10) },

@@ -114,7 +114,7 @@ func infoClients(c *conn, b *infoBuilder, _ [][2]string) {
 	b.int("cluster_connections", 0)
 	b.int("maxclients", int64(s.config().MaxClients))
 	b.int("blocked_clients", 0)
-	b.int("tracking_clients", 0)
+	b.int("tracking_clients", s.tracking.on.Load())
 	b.int("clients_in_timeout_table", 0)
 }
 
@@ -186,9 +186,10 @@ func infoStats(c *conn, b *infoBuilder, lines [][2]string) {
 	b.int("pubsub_channels", 0)
 	b.int("pubsub_patterns", 0)
 	b.int("pubsubshard_channels", 0)
-	b.int("tracking_total_keys", 0)
-	b.int("tracking_total_items", 0)
-	b.int("tracking_total_prefixes", 0)
+	tkeys, titems, tprefixes := s.tracking.counts()
+	b.int("tracking_total_keys", int64(tkeys))
+	b.int("tracking_total_items", int64(titems))
+	b.int("tracking_total_prefixes", int64(tprefixes))
 	b.int("unexpected_error_replies", 0)
 	b.int("total_error_replies", errTotal)
 	// pgcache's own
@@ -301,7 +302,7 @@ func (c *conn) keyCount() int64 {
 	var total int64
 	for _, r := range c.t.Routes() {
 		if s, ok := backends.As[backends.Sizer](r.Backend); ok && len(r.Prefixes) > 0 {
-			if n, err := s.Len(c.s.ctx); err == nil {
+			if n, err := s.Len(c.ctx); err == nil {
 				total += n
 			}
 		}

@@ -71,7 +71,7 @@ func expire(c *conn, args [][]byte, msPerUnit int64, name string, abs bool) {
 		// key without one would pass; XX says it must not. A PERSIST racing
 		// between the two calls can still slip through: a narrow window,
 		// for an option pair few use.
-		d, err := r.Backend.TTL(c.s.ctx, k)
+		d, err := r.Backend.TTL(c.ctx, k)
 		if err != nil {
 			c.backendErr(r, err)
 			return
@@ -85,7 +85,7 @@ func expire(c *conn, args [][]byte, msPerUnit int64, name string, abs bool) {
 	if abs {
 		t = atTTL(max(when, 0)) // any past time deletes; 1970 is one time.Time holds
 	}
-	changed, err := backends.DoExpire(c.s.ctx, r.Backend, k, t, cond)
+	changed, err := backends.DoExpire(c.ctx, r.Backend, k, t, cond)
 	c.writeBool(r, changed, err)
 }
 
@@ -139,7 +139,7 @@ func ttl(c *conn, key []byte, ms bool) {
 	if r == nil {
 		return
 	}
-	d, err := r.Backend.TTL(c.s.ctx, k)
+	d, err := r.Backend.TTL(c.ctx, k)
 	switch {
 	case err != nil:
 		c.backendErr(r, err)
@@ -160,7 +160,7 @@ func cmdPersist(c *conn, args [][]byte) {
 	if r == nil {
 		return
 	}
-	changed, err := backends.DoExpire(c.s.ctx, r.Backend, k, backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways)
+	changed, err := backends.DoExpire(c.ctx, r.Backend, k, backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways)
 	c.writeBool(r, changed, err)
 }
 

@@ -44,10 +44,10 @@ func expireTime(c *conn, key []byte, ms bool) {
 	var at int64
 	var err error
 	if et, ok := backends.As[backends.ExpireTimer](r.Backend); ok {
-		at, err = et.ExpireTime(c.s.ctx, k)
+		at, err = et.ExpireTime(c.ctx, k)
 	} else {
 		var d time.Duration
-		d, err = r.Backend.TTL(c.s.ctx, k)
+		d, err = r.Backend.TTL(c.ctx, k)
 		at = int64(d)
 		if d >= 0 {
 			at = time.Now().Add(d).UnixMilli()
@@ -69,7 +69,7 @@ func cmdType(c *conn, args [][]byte) {
 	if r == nil {
 		return
 	}
-	n, err := r.Backend.Exists(c.s.ctx, c.oneKey(k))
+	n, err := r.Backend.Exists(c.ctx, c.oneKey(k))
 	c.clearScratch()
 	switch {
 	case err != nil:
@@ -104,7 +104,7 @@ func rename(c *conn, args [][]byte, nx bool) {
 		return
 	}
 	if src == dst {
-		n, err := r.Backend.Exists(c.s.ctx, c.oneKey(src))
+		n, err := r.Backend.Exists(c.ctx, c.oneKey(src))
 		c.clearScratch()
 		switch {
 		case err != nil:
@@ -118,7 +118,7 @@ func rename(c *conn, args [][]byte, nx bool) {
 		}
 		return
 	}
-	res, err := cp.Copy(c.s.ctx, src, dst, backends.CopyOptions{Replace: !nx, Move: true})
+	res, err := cp.Copy(c.ctx, src, dst, backends.CopyOptions{Replace: !nx, Move: true})
 	switch {
 	case err != nil:
 		c.backendErr(r, err)
@@ -170,7 +170,7 @@ func cmdCopy(c *conn, args [][]byte) {
 		c.writeError(errSameObject)
 		return
 	}
-	res, err := cp.Copy(c.s.ctx, src, dst, backends.CopyOptions{Replace: replace})
+	res, err := cp.Copy(c.ctx, src, dst, backends.CopyOptions{Replace: replace})
 	switch {
 	case err != nil:
 		c.backendErr(r, err)
@@ -290,7 +290,7 @@ func (c *conn) scan(cur uint64, match string, count int) (next uint64, keys []st
 		if none {
 			continue
 		}
-		n, page, err := sc.Scan(c.s.ctx, rc, sub, count)
+		n, page, err := sc.Scan(c.ctx, rc, sub, count)
 		if err != nil {
 			return 0, nil, r, err
 		}
@@ -435,6 +435,9 @@ func flush(c *conn, args [][]byte, all bool) {
 		c.writeError(errSyntax)
 		return
 	}
+	// Every tracking client drops everything, as Redis tells them on a
+	// flush, even when a route failed: some may have been emptied.
+	defer c.s.tracking.dropAll()
 	for _, r := range c.t.Routes() {
 		if !all && len(r.Prefixes) == 0 {
 			continue
@@ -443,7 +446,7 @@ func flush(c *conn, args [][]byte, all bool) {
 		if !ok {
 			continue
 		}
-		err := f.Flush(c.s.ctx)
+		err := f.Flush(c.ctx)
 		if errors.Is(err, backends.ErrUnsupported) {
 			continue // an L1 over a table route
 		}
@@ -472,7 +475,7 @@ func cmdRandomKey(c *conn, _ [][]byte) {
 		if !ok {
 			continue
 		}
-		k, ok, err := rk.RandomKey(c.s.ctx)
+		k, ok, err := rk.RandomKey(c.ctx)
 		if err != nil {
 			c.backendErr(r, err)
 			return

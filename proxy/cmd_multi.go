@@ -118,7 +118,7 @@ func cmdWatch(c *conn, args [][]byte) {
 		stored = strings.Clone(stored) // a view of the read buffer
 		w := watched{r: r, key: stored, mark: r.Watch(stored)}
 		c.watches = append(c.watches, w) // Unwatch is owed even if the read fails
-		v, ok, err := r.Backend.Get(c.s.ctx, stored)
+		v, ok, err := r.Backend.Get(c.ctx, stored)
 		if err != nil {
 			c.backendErr(r, err)
 			return
@@ -169,7 +169,7 @@ func (c *conn) watchedChanged(inRun bool) bool {
 			if c.held != nil && c.held.of == w.r {
 				b = c.held.as.Backend
 			}
-			v, ok, err := b.Get(c.s.ctx, w.key)
+			v, ok, err := b.Get(c.ctx, w.key)
 			if err != nil || fingerprint(v, ok) != w.value {
 				return true
 			}
@@ -287,7 +287,7 @@ func (c *conn) atomically(r *route.Route, keys []string, body func() bool) {
 	mark := len(c.out)
 	c.holdOutput++
 	defer func() { c.holdOutput-- }()
-	err := a.Atomically(c.s.ctx, keys, func(txb backends.Backend) error {
+	err := a.Atomically(c.ctx, keys, func(txb backends.Backend) error {
 		c.out = c.out[:mark]
 		as := *r
 		as.Backend = txb

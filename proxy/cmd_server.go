@@ -18,10 +18,18 @@ const redisVersion = "7.2.0"
 
 // PING [message]
 func cmdPing(c *conn, args [][]byte) {
-	switch len(args) {
-	case 1:
+	switch {
+	case len(args) <= 2 && len(c.subs) > 0 && c.proto == 2: // Redis's Pub/Sub form
+		c.writeArray(2)
+		c.writeBulkString("pong")
+		if len(args) == 2 {
+			c.writeBulk(args[1])
+		} else {
+			c.writeBulkString("")
+		}
+	case len(args) == 1:
 		c.writeSimple("PONG")
-	case 2:
+	case len(args) == 2:
 		c.writeBulk(args[1])
 	default:
 		c.writeError(errArity("ping"))
@@ -81,6 +89,7 @@ func cmdHello(c *conn, args [][]byte) {
 	}
 	if proto != 0 {
 		c.proto = int(proto)
+		c.push.proto.Store(int32(proto))
 	}
 	c.writeMap(7)
 	c.writeBulkString("server")
@@ -155,7 +164,7 @@ func cmdDBSize(c *conn, _ [][]byte) {
 		if !ok {
 			continue
 		}
-		n, err := s.Len(c.s.ctx)
+		n, err := s.Len(c.ctx)
 		if errors.Is(err, backends.ErrUnsupported) {
 			continue
 		}
@@ -206,13 +215,6 @@ func cmdClientSetInfo(c *conn, args [][]byte) {
 	}
 	c.writeOK()
 }
-
-// CLIENT TRACKING <ON | OFF> [...]
-//
-// Server-assisted client-side caching would need pgcache to send
-// invalidations for every route; until it does, clients must not cache
-// (valkey-go: DisableCache).
-func cmdClientTracking(c *conn, _ [][]byte) { c.writeError(errTracking) }
 
 // validClientAttr is Redis's check for client names and library names:
 // printable ASCII without spaces.

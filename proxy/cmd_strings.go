@@ -17,7 +17,7 @@ func cmdGet(c *conn, args [][]byte) {
 	if r == nil {
 		return
 	}
-	v, ok, err := r.Backend.Get(c.s.ctx, k)
+	v, ok, err := r.Backend.Get(c.ctx, k)
 	c.writeValue(r, v, ok, err)
 }
 
@@ -67,7 +67,7 @@ func (c *conn) set(key, val []byte, opts backends.SetOptions, asInt bool) {
 	if r == nil {
 		return
 	}
-	res, err := r.Backend.Set(c.s.ctx, k, val, opts)
+	res, err := r.Backend.Set(c.ctx, k, val, opts)
 	switch {
 	case err != nil:
 		c.backendErr(r, err)
@@ -110,7 +110,7 @@ func cmdGetDel(c *conn, args [][]byte) {
 	if r == nil {
 		return
 	}
-	v, ok, err := backends.DoGetDel(c.s.ctx, r.Backend, k)
+	v, ok, err := backends.DoGetDel(c.ctx, r.Backend, k)
 	c.writeValue(r, v, ok, err)
 }
 
@@ -135,7 +135,7 @@ func cmdGetEx(c *conn, args [][]byte) {
 	}
 	if bad != "" {
 		// Redis answers nil for a missing key before it looks at the expiry.
-		n, err := r.Backend.Exists(c.s.ctx, c.oneKey(k))
+		n, err := r.Backend.Exists(c.ctx, c.oneKey(k))
 		switch {
 		case err != nil:
 			c.backendErr(r, err)
@@ -146,7 +146,7 @@ func cmdGetEx(c *conn, args [][]byte) {
 		}
 		return
 	}
-	v, found, err := backends.DoGetEx(c.s.ctx, r.Backend, k, ttl)
+	v, found, err := backends.DoGetEx(c.ctx, r.Backend, k, ttl)
 	c.writeValue(r, v, found, err)
 }
 
@@ -212,7 +212,7 @@ func (c *conn) incr(key []byte, delta int64) {
 	if r == nil {
 		return
 	}
-	n, err := backends.DoIncrBy(c.s.ctx, r.Backend, k, delta)
+	n, err := backends.DoIncrBy(c.ctx, r.Backend, k, delta)
 	if err != nil {
 		c.backendErr(r, err)
 		return
@@ -232,7 +232,7 @@ func (c *conn) maxValue(r *route.Route) int64 {
 
 // update runs u on route r's key k; it answers a failure and returns false.
 func (c *conn) update(r *route.Route, k string, u backends.Update) bool {
-	if err := r.Backend.Update(c.s.ctx, k, u); err != nil {
+	if err := r.Backend.Update(c.ctx, k, u); err != nil {
 		c.backendErr(r, err)
 		return false
 	}
@@ -300,7 +300,7 @@ func cmdStrLen(c *conn, args [][]byte) {
 	if r == nil {
 		return
 	}
-	v, _, err := r.Backend.Get(c.s.ctx, k)
+	v, _, err := r.Backend.Get(c.ctx, k)
 	if err != nil {
 		c.backendErr(r, err)
 		return
@@ -321,7 +321,7 @@ func cmdGetRange(c *conn, args [][]byte) {
 	if r == nil {
 		return
 	}
-	v, _, err := r.Backend.Get(c.s.ctx, k)
+	v, _, err := r.Backend.Get(c.ctx, k)
 	if err != nil {
 		c.backendErr(r, err)
 		return
@@ -368,7 +368,7 @@ func cmdMSetNX(c *conn, args [][]byte) {
 	}
 	c.atomically(r, keys, func() bool {
 		tx := c.held.as
-		n, err := tx.Backend.Exists(c.s.ctx, keys)
+		n, err := tx.Backend.Exists(c.ctx, keys)
 		if err != nil {
 			c.backendErr(r, err)
 			return false
@@ -381,7 +381,7 @@ func cmdMSetNX(c *conn, args [][]byte) {
 		for i, k := range keys {
 			pairs = append(pairs, backends.KV{Key: k, Val: args[2+2*i]})
 		}
-		if err := tx.Backend.MSet(c.s.ctx, pairs); err != nil {
+		if err := tx.Backend.MSet(c.ctx, pairs); err != nil {
 			c.backendErr(r, err)
 			return false
 		}

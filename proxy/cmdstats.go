@@ -99,6 +99,9 @@ func (c *conn) call(cmd *command, args [][]byte) {
 	if timed {
 		start = time.Now()
 	}
+	if c.track != nil {
+		c.trackRead(cmd, args)
+	}
 	cmd.fn(c, args)
 	st := &cmd.stats
 	if timed {

@@ -42,6 +42,8 @@ type spec struct {
 	movable func(args [][]byte) ([][]byte, string)
 	// noScript refuses the command from a script (MULTI, EVAL, SCRIPT...).
 	noScript bool
+	// inPubSub lets a RESP2 client that subscribed run the command.
+	inPubSub bool
 }
 
 // command is a spec ready to dispatch.
@@ -58,6 +60,7 @@ type command struct {
 	noQueue  bool                // runs inside MULTI
 	movable  func(args [][]byte) ([][]byte, string)
 	noScript bool     // refused from scripts
+	inPubSub bool     // runs in a RESP2 client's Pub/Sub mode
 	stats    cmdStats // INFO commandstats: see cmdstats.go
 }
 
@@ -138,29 +141,36 @@ func init() {
 		{name: "function", fn: cmdFunction, kind: kindAdmin, arity: -2, noScript: true},
 
 		// cmd_server.go
-		{name: "ping", fn: cmdPing, kind: kindAdmin, arity: -1},
+		{name: "ping", fn: cmdPing, kind: kindAdmin, arity: -1, inPubSub: true},
 		{name: "echo", fn: cmdEcho, kind: kindAdmin, arity: 2},
 		{name: "hello", fn: cmdHello, kind: kindAdmin, arity: -1, noAuth: true, noScript: true},
 		{name: "auth", fn: cmdAuth, kind: kindAdmin, arity: -2, noAuth: true, noScript: true},
 		{name: "select", fn: cmdSelect, kind: kindAdmin, arity: 2},
-		{name: "quit", fn: cmdQuit, kind: kindAdmin, arity: -1, noAuth: true, noQueue: true},
+		{name: "quit", fn: cmdQuit, kind: kindAdmin, arity: -1, noAuth: true, noQueue: true, inPubSub: true},
 		{name: "dbsize", fn: cmdDBSize, kind: kindAdmin, arity: 1},
 		{name: "client", kind: kindAdmin, arity: -2, noScript: true, subs: []spec{
 			{name: "id", fn: cmdClientID, kind: kindAdmin, arity: 2},
 			{name: "setname", fn: cmdClientSetName, kind: kindAdmin, arity: 3},
 			{name: "getname", fn: cmdClientGetName, kind: kindAdmin, arity: 2},
 			{name: "setinfo", fn: cmdClientSetInfo, kind: kindAdmin, arity: 4},
-			{name: "tracking", fn: cmdClientTracking, kind: kindAdmin, arity: -3},
 			// cmd_client.go
 			{name: "list", fn: cmdClientList, kind: kindAdmin, arity: -2},
 			{name: "info", fn: cmdClientInfo, kind: kindAdmin, arity: 2},
 			{name: "kill", fn: cmdClientKill, kind: kindAdmin, arity: -3},
 			{name: "no-evict", fn: cmdClientNoEvict, kind: kindAdmin, arity: 3},
 			{name: "reply", fn: cmdClientReply, kind: kindAdmin, arity: 3},
+			// cmd_tracking.go
+			{name: "tracking", fn: cmdClientTracking, kind: kindAdmin, arity: -3},
+			{name: "caching", fn: cmdClientCaching, kind: kindAdmin, arity: 3},
 			{name: "getredir", fn: cmdClientGetRedir, kind: kindAdmin, arity: 2},
+			{name: "trackinginfo", fn: cmdClientTrackingInfo, kind: kindAdmin, arity: 2},
 			{name: "help", fn: cmdClientHelp, kind: kindAdmin, arity: 2},
 		}},
 		{name: "time", fn: cmdTime, kind: kindAdmin, arity: 1},
+
+		// cmd_tracking.go
+		{name: "subscribe", fn: cmdSubscribe, kind: kindAdmin, arity: -2, inPubSub: true, noScript: true},
+		{name: "unsubscribe", fn: cmdUnsubscribe, kind: kindAdmin, arity: -1, inPubSub: true, noScript: true},
 		{name: "lastsave", fn: cmdLastSave, kind: kindAdmin, arity: 1},
 
 		// cmd_config.go
@@ -183,6 +193,7 @@ func init() {
 		// cmd_info.go
 		{name: "info", fn: cmdInfo, kind: kindAdmin, arity: -1},
 	})
+	clientCmd = commands["client"]
 }
 
 // newTable builds a lookup table from specs; parent is the container's
@@ -202,7 +213,7 @@ func register(m map[string]*command, parent string, s spec) *command {
 		panic("proxy: bad or duplicate command name " + s.name)
 	}
 	cmd := &command{name: s.name, fn: s.fn, kind: s.kind, arity: s.arity, keys: s.keys, noAuth: s.noAuth,
-		noQueue: s.noQueue, movable: s.movable, noScript: s.noScript || s.noQueue}
+		noQueue: s.noQueue, movable: s.movable, noScript: s.noScript || s.noQueue, inPubSub: s.inPubSub}
 	if parent != "" {
 		cmd.name = parent + "|" + s.name
 	}

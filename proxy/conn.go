@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -65,6 +66,14 @@ type conn struct {
 	scratch          // reused by the multi-key commands
 	rawConn          // writes that do not wait, see writeNow
 	introspect       // commandstats, CLIENT LIST, CLIENT REPLY: see cmdstats.go, cmd_client.go
+
+	// ctx is the server's, marked as this connection's (NOLOOP: see tracking.go).
+	ctx     context.Context
+	track   *trackState         // CLIENT TRACKING; nil when off
+	caching bool                // CLIENT CACHING given for the next command
+	push    pushQueue           // invalidations from other goroutines: see push.go
+	subs    map[string]struct{} // SUBSCRIBE's channels
+	probeAt time.Time           // when an armed probe fires
 }
 
 // newConn returns a client. As in Redis, a client that connects while auth
@@ -72,6 +81,8 @@ type conn struct {
 // clients AUTH, not those already served.
 func newConn(s *Server, nc net.Conn, id int64) *conn {
 	c := &conn{s: s, nc: nc, id: id, proto: 2, authed: !s.users.Load().RESP()}
+	c.ctx = context.WithValue(s.ctx, writerKey{}, c)
+	c.push.proto.Store(2)
 	c.initSeen()
 	return c
 }
@@ -103,6 +114,7 @@ func (c *conn) mustAuth() bool { return !c.authed && c.s.users.Load().RESP() }
 func (c *conn) serve() {
 	defer c.s.forget(c)
 	defer c.unwatchAll()
+	defer c.endTracking()
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.stats.Panics.Add(1)
@@ -174,7 +186,8 @@ func (c *conn) ready(unsure bool) error {
 	case unsure && !c.probing:
 		// One probe covers every wait until it fires: a busy client arms
 		// it once per probeAfter, not once per request.
-		if err := c.nc.SetReadDeadline(time.Now().Add(probeAfter)); err != nil {
+		c.probeAt = time.Now().Add(probeAfter)
+		if err := c.nc.SetReadDeadline(c.probeAt); err != nil {
 			return err
 		}
 		c.probing = true
@@ -182,7 +195,7 @@ func (c *conn) ready(unsure bool) error {
 	if c.s.closing.Load() {
 		return errShutdown
 	}
-	return nil
+	return c.flushPushes()
 }
 
 // deadlinePassed handles a wait that ended at its read deadline: the
@@ -193,7 +206,6 @@ func (c *conn) deadlinePassed() error {
 	if c.s.closing.Load() {
 		return errShutdown
 	}
-	c.probing = false
 	var at time.Time
 	if idle := c.s.config().IdleTimeout; idle > 0 {
 		if time.Since(c.readyAt) >= idle {
@@ -201,28 +213,46 @@ func (c *conn) deadlinePassed() error {
 		}
 		at = c.readyAt.Add(idle)
 	}
+	// A push's wake-up (push.go) may come before a probe fires: the probe
+	// stays armed.
+	if c.probing && time.Now().Before(c.probeAt) {
+		if at.IsZero() || c.probeAt.Before(at) {
+			at = c.probeAt
+		}
+	} else {
+		c.probing = false
+	}
 	if err := c.nc.SetReadDeadline(at); err != nil {
 		return err
 	}
 	if c.s.closing.Load() { // as in ready: Shutdown may have come between
 		return errShutdown
 	}
-	return nil
+	return c.flushPushes()
 }
 
-// read waits for more of the client's requests.
+// read waits for more of the client's requests. A wait that reaches its
+// deadline (a push's wake-up, or the idle timeout) is deadlinePassed's.
 func (c *conn) read() error {
 	if err := c.ready(false); err != nil {
 		return err
 	}
-	n, err := c.rd.fill(c.nc)
-	if n > 0 {
-		return nil // an error comes back on the next read, after these are served
+	for {
+		n, err := c.rd.fill(c.nc)
+		if n > 0 {
+			return nil // an error comes back on the next read, after these are served
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if err := c.deadlinePassed(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return err
 	}
-	if err == nil {
-		err = io.ErrNoProgress
-	}
-	return err
 }
 
 // batch runs every complete request in the read buffer.
@@ -245,6 +275,7 @@ func (c *conn) batch() {
 		n++
 		cmd := lookup(commands, args[0])
 		if c.join(cmd, args) {
+			c.caching = false
 			continue
 		}
 		mark, muted := len(c.out), c.mute != 0
@@ -254,6 +285,9 @@ func (c *conn) batch() {
 		c.exec(cmd, args)
 		if muted {
 			c.holdOutput--
+		}
+		if c.caching && c.multi == nil && cmd != clientCmd {
+			c.caching = false // CLIENT CACHING covers the next command, or a transaction
 		}
 		if c.mute != 0 {
 			c.afterMuted(mark)
@@ -304,6 +338,10 @@ func (c *conn) exec(cmd *command, args [][]byte) {
 	if !cmd.noAuth && c.mustAuth() {
 		cmd.stats.rejected.Add(1)
 		c.refuse(errNoAuth)
+		return
+	}
+	if len(c.subs) > 0 && c.proto == 2 && !cmd.inPubSub {
+		c.refuse(errPubSubContext(cmd))
 		return
 	}
 	if c.multi != nil && !cmd.noQueue {

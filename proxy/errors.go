@@ -24,7 +24,6 @@ const (
 	errNoAuth          = "NOAUTH Authentication required."
 	errHelloNoAuth     = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
 	errClientName      = "ERR Client names cannot contain spaces, newlines or special characters."
-	errTracking        = "ERR CLIENT TRACKING is not supported by pgcache (use a client without client-side caching)"
 	errExpireNXOthers  = "ERR NX and XX, GT or LT options at the same time are not compatible"
 	errExpireGTLT      = "ERR GT and LT options at the same time are not compatible"
 	errAuthNoPassword  = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"

@@ -72,7 +72,7 @@ func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 // MGET's keys span routes.
 func (c *conn) join(cmd *command, args [][]byte) bool {
 	op, keys := groupable(cmd, args)
-	if op == groupNone || c.mustAuth() || c.multi != nil || c.mute != 0 {
+	if op == groupNone || c.mustAuth() || c.multi != nil || c.mute != 0 || len(c.subs) > 0 {
 		c.endGroup()
 		return false
 	}
@@ -107,6 +107,9 @@ func (c *conn) join(cmd *command, args [][]byte) bool {
 		g.reads = append(g.reads, 0)
 	}
 	c.countCall(cmd)
+	if c.track != nil {
+		c.trackRead(cmd, args)
+	}
 	return true
 }
 
@@ -124,7 +127,7 @@ func (c *conn) endGroup() {
 	}
 	switch {
 	case g.op == groupGet && len(g.reads) == 1 && g.reads[0] == 0:
-		v, ok, err := g.r.Backend.Get(c.s.ctx, g.keys[0])
+		v, ok, err := g.r.Backend.Get(c.ctx, g.keys[0])
 		c.writeValue(g.r, v, ok, err)
 	case g.op == groupSet && len(g.keys) == 1:
 		c.setOne(g.r, g.pairs[0])
@@ -144,7 +147,7 @@ func (c *conn) endGroup() {
 }
 
 func (c *conn) getMany(g *group) {
-	vals, err := g.r.Backend.MGet(c.s.ctx, g.keys, g.vals[:0])
+	vals, err := g.r.Backend.MGet(c.ctx, g.keys, g.vals[:0])
 	g.vals = vals
 	if err != nil && len(g.reads) == 1 {
 		c.backendErr(g.r, err)
@@ -166,11 +169,11 @@ func (c *conn) getMany(g *group) {
 // MGET, or 0 for a GET of keys[0].
 func (c *conn) readAlone(g *group, keys []string, n int) {
 	if n == 0 {
-		v, ok, err := g.r.Backend.Get(c.s.ctx, keys[0])
+		v, ok, err := g.r.Backend.Get(c.ctx, keys[0])
 		c.writeValue(g.r, v, ok, err)
 		return
 	}
-	vals, err := g.r.Backend.MGet(c.s.ctx, keys[:n], g.vals[:0])
+	vals, err := g.r.Backend.MGet(c.ctx, keys[:n], g.vals[:0])
 	g.vals = vals
 	if err != nil {
 		c.backendErr(g.r, err)
@@ -197,7 +200,7 @@ func (c *conn) writeRead(vals [][]byte, n int) {
 }
 
 func (c *conn) setMany(g *group) {
-	if err := g.r.Backend.MSet(c.s.ctx, g.pairs); err != nil {
+	if err := g.r.Backend.MSet(c.ctx, g.pairs); err != nil {
 		for _, p := range g.pairs {
 			c.setOne(g.r, p)
 		}
@@ -209,7 +212,7 @@ func (c *conn) setMany(g *group) {
 }
 
 func (c *conn) setOne(r *route.Route, p backends.KV) {
-	if _, err := r.Backend.Set(c.s.ctx, p.Key, p.Val, backends.SetOptions{}); err != nil {
+	if _, err := r.Backend.Set(c.ctx, p.Key, p.Val, backends.SetOptions{}); err != nil {
 		c.backendErr(r, err)
 		return
 	}

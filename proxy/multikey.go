@@ -114,7 +114,7 @@ func (c *conn) mget(keys [][]byte) ([][]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	ctx := c.s.ctx
+	ctx := c.ctx
 	if single != nil {
 		vals, err := single.Backend.MGet(ctx, c.keys, c.vals[:0])
 		c.vals = vals
@@ -153,7 +153,7 @@ func (c *conn) mset(kv [][]byte) bool {
 		for i, k := range c.keys {
 			c.pairs = append(c.pairs, backends.KV{Key: k, Val: kv[2*i+1]})
 		}
-		if err := single.Backend.MSet(c.s.ctx, c.pairs); err != nil {
+		if err := single.Backend.MSet(c.ctx, c.pairs); err != nil {
 			c.backendErr(single, err)
 			return false
 		}
@@ -164,7 +164,7 @@ func (c *conn) mset(kv [][]byte) bool {
 		for n, j := range c.where {
 			c.pairs = append(c.pairs, backends.KV{Key: c.sub[n], Val: kv[2*j+1]})
 		}
-		if err := r.Backend.MSet(c.s.ctx, c.pairs); err != nil {
+		if err := r.Backend.MSet(c.ctx, c.pairs); err != nil {
 			c.backendErr(r, err)
 			return false
 		}
@@ -184,7 +184,7 @@ func (c *conn) count(keys [][]byte, fn countFn) (int64, bool) {
 		return 0, false
 	}
 	if single != nil {
-		n, err := fn(single.Backend, c.s.ctx, c.keys)
+		n, err := fn(single.Backend, c.ctx, c.keys)
 		if err != nil {
 			c.backendErr(single, err)
 			return 0, false
@@ -193,7 +193,7 @@ func (c *conn) count(keys [][]byte, fn countFn) (int64, bool) {
 	}
 	var total int64
 	for r := c.nextRoute(); r != nil; r = c.nextRoute() {
-		n, err := fn(r.Backend, c.s.ctx, c.sub)
+		n, err := fn(r.Backend, c.ctx, c.sub)
 		if err != nil {
 			c.backendErr(r, err)
 			return 0, false

@@ -40,6 +40,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	byID      map[int64]*conn // conns by id, for CLIENT TRACKING REDIRECT
 	closing   atomic.Bool
 	wg        sync.WaitGroup // one per connection goroutine
 	nextID    atomic.Int64
@@ -55,6 +56,7 @@ type Server struct {
 	scripts  *script.Engine // EVAL, FUNCTION: see cmd_scripting.go
 	infoFunc atomic.Pointer[func(context.Context) [][2]string]
 	bulkCap  atomic.Pointer[bulkCap]
+	tracking *tracker // CLIENT TRACKING: see tracking.go
 }
 
 // New returns a server over router's routes. metrics are the routes'
@@ -77,8 +79,11 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logg
 		runID:     newRunID(),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
+		byID:      map[int64]*conn{},
 		scripts:   newScripts(log),
 	}
+	s.tracking = newTracker(s)
+	router.OnWrite(s.tracking)
 	s.SetConfig(cfg)
 	s.clock.Store(s.started.UnixMilli())
 	s.base.Store(&statBase{})
@@ -182,6 +187,7 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	s.conns[c] = struct{}{}
+	s.byID[c.id] = c
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.stats.ConnectionsTotal.Add(1)
@@ -194,11 +200,19 @@ func (s *Server) forget(c *conn) {
 	c.nc.Close()
 	s.mu.Lock()
 	delete(s.conns, c)
+	delete(s.byID, c.id)
 	s.mu.Unlock()
 	if c.gone.CompareAndSwap(false, true) { // else CLIENT KILL counted it
 		s.stats.ConnectedClients.Add(-1)
 	}
 	s.wg.Done()
+}
+
+// connByID returns the open connection with id, or nil.
+func (s *Server) connByID(id int64) *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byID[id]
 }
 
 // Shutdown stops accepting, closes idle connections at once, lets the

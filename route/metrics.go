@@ -83,6 +83,10 @@ type instrumented struct {
 	updates      *sync.Map // Update.Op() -> *opMetrics, resolved on first use
 	hits, misses prometheus.Counter
 	watch        *watchTable // told of every write's keys, for WATCH
+	r            *Route      // its notifier is told of every write (notify.go)
+	// deferred, inside an atomic run, collects the keys written: they are
+	// reported once the run has committed, when a reader can see them.
+	deferred *[]string
 }
 
 func instrument(r *Route, m *Metrics) backends.Backend {
@@ -90,7 +94,7 @@ func instrument(r *Route, m *Metrics) backends.Backend {
 		m = NewMetrics(nil)
 	}
 	in := &instrumented{b: r.Backend, route: r.Name, maxValue: r.MaxValueBytes, m: m,
-		updates: new(sync.Map), watch: r.watch}
+		updates: new(sync.Map), watch: r.watch, r: r}
 	for op := range numOps {
 		in.ops[op] = in.series(opNames[op])
 	}
@@ -167,6 +171,7 @@ func (in *instrumented) Set(ctx context.Context, key string, val []byte, opts ba
 	start := time.Now()
 	res, err := in.b.Set(ctx, key, val, opts)
 	in.done(OpSet, start, err)
+	in.wrote(ctx, key)
 	return res, err
 }
 
@@ -182,6 +187,9 @@ func (in *instrumented) MSet(ctx context.Context, pairs []backends.KV) error {
 	start := time.Now()
 	err := in.b.MSet(ctx, pairs)
 	in.done(OpMSet, start, err)
+	for _, p := range pairs {
+		in.wrote(ctx, p.Key)
+	}
 	return err
 }
 
@@ -192,6 +200,9 @@ func (in *instrumented) Del(ctx context.Context, keys []string) (int64, error) {
 	start := time.Now()
 	n, err := in.b.Del(ctx, keys)
 	in.done(OpDel, start, err)
+	for _, k := range keys {
+		in.wrote(ctx, k)
+	}
 	return n, err
 }
 
@@ -216,6 +227,7 @@ func (in *instrumented) Update(ctx context.Context, key string, u backends.Updat
 	in.watch.touch(key)
 	err := in.b.Update(ctx, key, u)
 	o.(*opMetrics).observe(start, err)
+	in.wrote(ctx, key)
 	return err
 }
 
@@ -249,11 +261,33 @@ func (in *instrumented) Atomically(ctx context.Context, keys []string, fn func(t
 	if !ok {
 		return fmt.Errorf("route %s: transactions and scripts: %w", in.route, backends.ErrUnsupported)
 	}
-	return a.Atomically(ctx, keys, func(tx backends.Backend) error {
+	var written []string
+	err := a.Atomically(ctx, keys, func(tx backends.Backend) error {
 		w := *in
 		w.b = tx
+		w.deferred = &written
 		return fn(&w)
 	})
+	// Reported whether or not the run committed: a write that did not
+	// happen costs a reader one needless invalidation, never a stale value.
+	for _, k := range written {
+		in.wrote(ctx, k)
+	}
+	return err
+}
+
+// wrote reports a write of key once a reader can see it: now, or at the
+// end of the atomic run it is part of. A write reported in error (the
+// backend refused it) costs one needless invalidation.
+func (in *instrumented) wrote(ctx context.Context, key string) {
+	if in.r.notify == nil || in.r.notify.w.Load() == nil {
+		return
+	}
+	if in.deferred != nil {
+		*in.deferred = append(*in.deferred, key)
+		return
+	}
+	in.r.notify.wrote(ctx, in.r, key)
 }
 
 // Unwrap returns the backend as opened: backends.As finds its optional

@@ -39,8 +39,9 @@ type Route struct {
 	// (the backend refuses it with the reason).
 	Canon func(key string) string
 
-	raw   backends.Backend // the backend as opened, closed when the table retires
-	watch *watchTable      // WATCH's versions of the route's keys (watch.go)
+	raw    backends.Backend // the backend as opened, closed when the table retires
+	watch  *watchTable      // WATCH's versions of the route's keys (watch.go)
+	notify *notifier        // the serving Router's, told of writes (notify.go)
 }
 
 // Table is one immutable set of routes.
@@ -172,12 +173,14 @@ func (t *Table) Close() error {
 
 // Router holds the current table.
 type Router struct {
-	cur atomic.Pointer[Table]
+	cur    atomic.Pointer[Table]
+	notify notifier
 }
 
 // NewRouter returns a router serving t.
 func NewRouter(t *Table) *Router {
 	r := &Router{}
+	r.attach(t)
 	r.cur.Store(t)
 	return r
 }
@@ -203,6 +206,7 @@ func (r *Router) Acquire() (*Table, func()) {
 // Swap makes next current, waits (up to ctx) for requests on the old table
 // to finish, and returns the old table for the caller to close.
 func (r *Router) Swap(ctx context.Context, next *Table) (*Table, error) {
+	r.attach(next)
 	old := r.cur.Swap(next)
 	old.retiring.Store(true)
 	if old.refs.Load() == 0 {

@@ -320,3 +320,8 @@ var (
 	_ backends.Backend = (*Store)(nil)
 	_ backends.Sizer   = (*Store)(nil)
 )
+
+// SoleWriter marks the store as written only through its methods.
+func (*Store) SoleWriter() {}
+
+var _ backends.SoleWriter = (*Store)(nil)

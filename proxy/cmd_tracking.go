@@ -1,0 +1,258 @@
+package proxy
+
+import (
+	"slices"
+	"strings"
+)
+
+// CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO; SUBSCRIBE and
+// UNSUBSCRIBE (for __redis__:invalidate: pgcache has no PUBLISH, so other
+// channels are accepted and stay silent). The checks, their order and
+// their texts are Redis 7's (networking.c clientCommand).
+
+// clientCmd is CLIENT, whose subcommands keep CLIENT CACHING's flag.
+var clientCmd *command
+
+// CLIENT TRACKING <ON | OFF> [REDIRECT client-id] [PREFIX prefix
+// [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]
+func cmdClientTracking(c *conn, args [][]byte) {
+	var (
+		st       trackState
+		prefixes []string
+	)
+	for j := 3; j < len(args); j++ {
+		more := j < len(args)-1
+		switch a := args[j]; {
+		case is(a, "redirect") && more:
+			j++
+			if st.redirect != 0 {
+				c.writeError("ERR A client can only redirect to a single other client")
+				return
+			}
+			id, ok := parseInt(args[j])
+			if !ok {
+				c.writeError(errNotInteger)
+				return
+			}
+			if c.s.connByID(id) == nil {
+				c.writeError("ERR The client ID you want redirect to does not exist")
+				return
+			}
+			st.redirect = id
+		case is(a, "bcast"):
+			st.bcast = true
+		case is(a, "optin"):
+			st.optin = true
+		case is(a, "optout"):
+			st.optout = true
+		case is(a, "noloop"):
+			st.noloop = true
+		case is(a, "prefix") && more:
+			j++
+			prefixes = append(prefixes, string(args[j]))
+		default:
+			c.writeError(errSyntax)
+			return
+		}
+	}
+	switch {
+	case is(args[2], "off"):
+		c.s.tracking.disable(c)
+		c.writeOK()
+		return
+	case !is(args[2], "on"):
+		c.writeError(errSyntax)
+		return
+	}
+	old := c.track
+	switch {
+	case !st.bcast && len(prefixes) > 0:
+		c.writeError("ERR PREFIX option requires BCAST mode to be enabled")
+	case old != nil && old.bcast != st.bcast:
+		c.writeError("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.")
+	case st.bcast && (st.optin || st.optout):
+		c.writeError("ERR OPTIN and OPTOUT are not compatible with BCAST")
+	case st.optin && st.optout:
+		c.writeError("ERR You can't specify both OPTIN mode and OPTOUT mode")
+	case old != nil && (st.optin && old.optout || st.optout && old.optin):
+		c.writeError("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
+	default:
+		if st.bcast {
+			if bad := prefixCollision(old, prefixes); bad != "" {
+				c.writeError(bad)
+				return
+			}
+		}
+		c.s.tracking.enable(c, st, prefixes)
+		c.writeOK()
+	}
+}
+
+// prefixCollision is Redis's checkPrefixCollisionsOrReply: two prefixes
+// of one client may not both match a key.
+func prefixCollision(old *trackState, prefixes []string) string {
+	overlap := func(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
+	for i, p := range prefixes {
+		if old != nil {
+			for _, q := range old.prefixes {
+				if overlap(q, p) {
+					return "ERR Prefix '" + p + "' overlaps with an existing prefix '" + q +
+						"'. Prefixes for a single client must not overlap."
+				}
+			}
+		}
+		for _, q := range prefixes[i+1:] {
+			if overlap(p, q) {
+				return "ERR Prefix '" + p + "' overlaps with another provided prefix '" + q +
+					"'. Prefixes for a single client must not overlap."
+			}
+		}
+	}
+	return ""
+}
+
+// CLIENT CACHING YES|NO
+func cmdClientCaching(c *conn, args [][]byte) {
+	st := c.track
+	switch {
+	case st == nil:
+		c.writeError("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
+	case is(args[2], "yes") && !st.optin:
+		c.writeError("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+	case is(args[2], "no") && !st.optout:
+		c.writeError("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+	case is(args[2], "yes"), is(args[2], "no"):
+		c.caching = true
+		c.writeOK()
+	default:
+		c.writeError(errSyntax)
+	}
+}
+
+// CLIENT GETREDIR
+func cmdClientGetRedir(c *conn, _ [][]byte) {
+	if c.track == nil {
+		c.writeInt(-1)
+		return
+	}
+	c.writeInt(c.track.redirect)
+}
+
+// CLIENT TRACKINGINFO
+func cmdClientTrackingInfo(c *conn, _ [][]byte) {
+	st := c.track
+	flags := []string{"off"}
+	var redirect int64 = -1
+	var prefixes []string
+	if st != nil {
+		c.s.tracking.mu.Lock() // broken is set by senders
+		flags = []string{"on"}
+		if st.bcast {
+			flags = append(flags, "bcast")
+		}
+		if st.optin {
+			flags = append(flags, "optin")
+			if c.caching {
+				flags = append(flags, "caching-yes")
+			}
+		}
+		if st.optout {
+			flags = append(flags, "optout")
+			if c.caching {
+				flags = append(flags, "caching-no")
+			}
+		}
+		if st.noloop {
+			flags = append(flags, "noloop")
+		}
+		if st.broken {
+			flags = append(flags, "broken_redirect")
+		}
+		redirect = st.redirect
+		prefixes = slices.Clone(st.prefixes)
+		c.s.tracking.mu.Unlock()
+		slices.Sort(prefixes)
+	}
+	c.writeMap(3)
+	c.writeBulkString("flags")
+	c.writeSet(len(flags))
+	for _, f := range flags {
+		c.writeBulkString(f)
+	}
+	c.writeBulkString("redirect")
+	c.writeInt(redirect)
+	c.writeBulkString("prefixes")
+	c.writeArray(len(prefixes))
+	for _, p := range prefixes {
+		c.writeBulkString(p)
+	}
+}
+
+// endTracking is a closing connection's: its tracking and subscriptions end.
+func (c *conn) endTracking() {
+	c.s.tracking.disable(c)
+	c.push.subscribed.Store(false)
+}
+
+// errPubSubContext refuses a command a RESP2 client in Pub/Sub mode sent.
+func errPubSubContext(cmd *command) string {
+	return "ERR Can't execute '" + cmd.name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+}
+
+// SUBSCRIBE channel [channel ...]
+func cmdSubscribe(c *conn, args [][]byte) {
+	if c.multi != nil { // Redis 7 refuses it inside MULTI
+		c.writeError("ERR SUBSCRIBE isn't allowed for a DENY BLOCKING client")
+		return
+	}
+	if c.subs == nil {
+		c.subs = map[string]struct{}{}
+	}
+	for _, ch := range args[1:] {
+		c.subs[string(ch)] = struct{}{}
+		if string(ch) == invalidateChannel {
+			c.push.subscribed.Store(true)
+		}
+		c.writeSubReply("subscribe", ch, false)
+	}
+}
+
+// UNSUBSCRIBE [channel [channel ...]]
+func cmdUnsubscribe(c *conn, args [][]byte) {
+	chans := args[1:]
+	if len(chans) == 0 {
+		for ch := range c.subs {
+			chans = append(chans, []byte(ch))
+		}
+		slices.SortFunc(chans, func(a, b []byte) int { return strings.Compare(string(a), string(b)) })
+		if len(chans) == 0 {
+			c.writeSubReply("unsubscribe", nil, true)
+			return
+		}
+	}
+	for _, ch := range chans {
+		delete(c.subs, string(ch))
+		if string(ch) == invalidateChannel {
+			c.push.subscribed.Store(false)
+		}
+		c.writeSubReply("unsubscribe", ch, false)
+	}
+}
+
+// writeSubReply is SUBSCRIBE's and UNSUBSCRIBE's reply for one channel (a
+// null one: none), with the count of channels left: an array in RESP2, a
+// push in RESP3.
+func (c *conn) writeSubReply(kind string, ch []byte, null bool) {
+	if c.proto == 3 {
+		c.out = appendHeader(c.out, '>', 3)
+	} else {
+		c.writeArray(3)
+	}
+	c.writeBulkString(kind)
+	if null {
+		c.writeNull()
+	} else {
+		c.writeBulk(ch)
+	}
+	c.writeInt(int64(len(c.subs)))
+}
