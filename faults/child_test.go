@@ -7,10 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,46 +19,11 @@ import (
 // The lifecycle cases run the pgcache binary as a child process, as an
 // operator does, and signal it.
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
+// pgcacheBinary is the binary the children run (testenv.PgcacheBinary).
+func pgcacheBinary(t testing.TB) string { return testenv.PgcacheBinary(t) }
 
-// pgcacheBinary builds cmd/pgcache once per test binary (the first case
-// that needs it pays for the build) and returns its path.
-func pgcacheBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "pgcache-faults-bin-"); binErr != nil {
-			return
-		}
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		binPath = filepath.Join(binDir, "pgcache")
-		// -trimpath, as `make build` has it: the packages it compiled
-		// are reused.
-		cmd := exec.Command(goTool, "build", "-trimpath", "-o", binPath, "./cmd/pgcache")
-		cmd.Dir = ".." // the module's root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/pgcache: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
-
-// removeBinary removes what pgcacheBinary built; TestMain calls it.
-func removeBinary() {
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-}
+// removeBinary removes it; TestMain calls it.
+func removeBinary() { testenv.RemovePgcacheBinary() }
 
 // child is pgcache running as a child process.
 type child struct {

@@ -4,18 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
-	_ "github.com/pgcache/pgcache/backends/standard"
-	"github.com/pgcache/pgcache/conf"
 	"github.com/pgcache/pgcache/internal/testenv"
-	"github.com/pgcache/pgcache/server"
 )
 
 // minPassed is how many of Units17's tests pgcache passes today: a
@@ -110,33 +108,59 @@ func budget(t *testing.T) context.Context {
 }
 
 // startPgcache runs pgcache with the embedded default config on free
-// loopback ports until the test ends, and returns its RESP address.
+// loopback ports until the test ends, and returns its RESP address. It is a
+// child process built without the race detector: Redis's suite sends
+// thousands of commands and scripts, which under -race took minutes.
 func startPgcache(t *testing.T) string {
 	t.Helper()
-	env := []string{
-		"PGCACHE_LISTEN__RESP=127.0.0.1:0",
-		"PGCACHE_LISTEN__HTTP=127.0.0.1:0",
-		"PGCACHE_LISTEN__ADMIN=127.0.0.1:0",
+	bin := testenv.PgcacheBinary(t)
+	var ports [3]int
+	for i := range ports {
+		p, err := testenv.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = p
 	}
-	cfg, err := conf.Load(conf.Source{Environ: func() []string { return env }})
-	if err != nil {
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	cmd := exec.Command(bin, "run")
+	cmd.Env = append(os.Environ(),
+		"PGCACHE_LISTEN__RESP="+addr,
+		fmt.Sprintf("PGCACHE_LISTEN__HTTP=127.0.0.1:%d", ports[1]),
+		fmt.Sprintf("PGCACHE_LISTEN__ADMIN=127.0.0.1:%d", ports[2]),
+		"PGCACHE_LOG__LEVEL=warn")
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(context.Background(), cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
 		}
 	})
-	return s.Addr("resp")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			nc.Close()
+			return addr
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("pgcache exited at start: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pgcache did not listen on %s within 30s:\n%s", addr, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // baselineACL is what issue 17's baseline redis-server may run: the
