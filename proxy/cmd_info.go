@@ -41,6 +41,7 @@ func cmdInfo(c *conn, args [][]byte) {
 	if want["memory"] || want["stats"] || want["backends"] {
 		backendLines = c.s.backendInfo()
 	}
+	want["backends"] = want["backends"] && c.s.infoFunc.Load() != nil
 	for _, sec := range infoSections {
 		if want[sec.name] {
 			b.section(sec.title)

@@ -11,8 +11,8 @@ import (
 // Calls, failed calls and rejected calls are exact. Time is sampled: a
 // pair of clock reads costs a noticeable part of a GET served from
 // memory, so each connection times about one command in sixteen, picked by
-// a golden-ratio step so a repeating pipeline (MULTI, six SETs, EXEC) is
-// not always timed at the same place, plus the first call of every
+// a golden-ratio step so a pipeline that repeats a pattern is not always
+// timed at the same place, plus the first call of every
 // command. INFO reports usec as the timed calls' mean times calls.
 //
 // The commands pgcache groups (pipelined GET, MGET, SET: see group.go)

@@ -121,7 +121,11 @@ func (c *conn) endGroup() {
 	}
 	errs := c.errs
 	var start time.Time
-	timed := c.sample()
+	first := getCmd
+	if g.op == groupSet {
+		first = setCmd
+	}
+	timed := c.sample() || first.stats.timed.Load() == 0 // a command's first run is timed
 	if timed {
 		start = time.Now()
 	}

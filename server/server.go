@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,6 +129,11 @@ func (s *Server) SetSource(src conf.Source) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	s.src = src
+	file := src.File
+	if abs, err := filepath.Abs(file); err == nil && file != "" {
+		file = abs
+	}
+	s.resp.SetConfigFile(file) // INFO's config_file
 }
 
 // Config returns the config serving now. Callers must not modify it.
