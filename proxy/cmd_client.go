@@ -474,6 +474,7 @@ func (s *Server) kill(c *conn) {
 	if c.gone.CompareAndSwap(false, true) {
 		s.stats.ConnectedClients.Add(-1)
 	}
+	c.cancel()
 	c.nc.Close()
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"time"
 
 	"go.uber.org/zap"
@@ -98,6 +99,9 @@ type scriptCaller struct {
 	c   *conn
 	buf []byte
 }
+
+// Context ends when the client's connection does: its script stops then.
+func (sc *scriptCaller) Context() context.Context { return sc.c.ctx }
 
 func (sc *scriptCaller) Call(run *script.Run, args [][]byte) script.Value {
 	c := sc.c

@@ -67,8 +67,11 @@ type conn struct {
 	rawConn          // writes that do not wait, see writeNow
 	introspect       // commandstats, CLIENT LIST, CLIENT REPLY: see cmdstats.go, cmd_client.go
 
-	// ctx is the server's, marked as this connection's (NOLOOP: see tracking.go).
+	// ctx is the server's, marked as this connection's (NOLOOP: see
+	// tracking.go), and ended when the connection closes or is killed: a
+	// script the client runs stops then.
 	ctx     context.Context
+	cancel  context.CancelFunc
 	track   *trackState         // CLIENT TRACKING; nil when off
 	caching bool                // CLIENT CACHING given for the next command
 	push    pushQueue           // invalidations from other goroutines: see push.go
@@ -81,7 +84,7 @@ type conn struct {
 // clients AUTH, not those already served.
 func newConn(s *Server, nc net.Conn, id int64) *conn {
 	c := &conn{s: s, nc: nc, id: id, proto: 2, authed: !s.users.Load().RESP()}
-	c.ctx = context.WithValue(s.ctx, writerKey{}, c)
+	c.ctx, c.cancel = context.WithCancel(context.WithValue(s.ctx, writerKey{}, c))
 	c.push.proto.Store(2)
 	c.initSeen()
 	return c

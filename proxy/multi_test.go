@@ -190,3 +190,41 @@ func TestBusyScript(t *testing.T) {
 		t.Fatalf("GET after the kill = %q", got)
 	}
 }
+
+// TestScriptStopsWhenClientKilled: a script that wrote and loops cannot be
+// stopped by SCRIPT KILL (UNKILLABLE, as in Redis, where only SHUTDOWN
+// NOSAVE is left), but CLIENT KILL of its client ends it and its keys are
+// served again; what it wrote stays, as a failed script's writes do.
+func TestScriptStopsWhenClientKilled(t *testing.T) {
+	ts := startServer(t, Config{})
+	ts.setBusyThreshold(50 * time.Millisecond)
+	t.Cleanup(func() { ts.setBusyThreshold(5 * time.Second) })
+	looping, other := dial(t, ts.addr), dial(t, ts.addr)
+	id := strings.TrimSpace(strings.TrimPrefix(looping.do("CLIENT", "ID"), ":"))
+	if _, err := looping.nc.Write([]byte("EVAL \"redis.call('set', KEYS[1], 'x'); while true do end\" 1 stuck\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.HasPrefix(other.do("SCRIPT", "KILL"), "-UNKILLABLE") {
+		if time.Now().After(deadline) {
+			t.Fatal("the looping script never became busy and unkillable")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := other.do("CLIENT", "KILL", "ID", id); got != ":1\r\n" {
+		t.Fatalf("CLIENT KILL ID %s = %q", id, got)
+	}
+	for {
+		got := other.do("GET", "stuck")
+		if !strings.HasPrefix(got, "-BUSY") {
+			if got != "$1\r\nx\r\n" {
+				t.Fatalf("GET after the script's client was killed = %q, want its write", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the script kept running after its client was killed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

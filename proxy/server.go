@@ -197,6 +197,7 @@ func (s *Server) accept(nc net.Conn) {
 
 // forget closes a connection whose goroutine is ending.
 func (s *Server) forget(c *conn) {
+	c.cancel()
 	c.nc.Close()
 	s.mu.Lock()
 	delete(s.conns, c)

@@ -188,6 +188,18 @@ type Caller interface {
 	Call(run *Run, args [][]byte) Value
 }
 
+// ContextCaller is a Caller whose client can go away: when its context
+// ends (the connection closed or was killed), the run stops at its next
+// instruction, written or not, since nobody is left to stop it or to read
+// its reply.
+type ContextCaller interface {
+	Caller
+	Context() context.Context
+}
+
+// errClientGone stops a run whose client went away.
+const errClientGone = "ERR the client closed its connection while the script ran"
+
 // CallerFunc adapts a function to Caller.
 type CallerFunc func(run *Run, args [][]byte) Value
 
@@ -213,12 +225,14 @@ type Run struct {
 	// Start is when the run began.
 	Start time.Time
 
-	resp   int
-	wrote  atomic.Bool
-	stop   atomic.Pointer[string] // why the run was stopped, nil while it may run
-	cancel context.CancelFunc
-	heap   uint64 // live heap when the run began, for the memory limit
-	warned bool   // the slow-script warning was logged (watchdog only)
+	resp    int
+	wrote   atomic.Bool
+	stop    atomic.Pointer[string] // why the run was stopped, nil while it may run
+	cancel  context.CancelFunc
+	client  context.Context // the Caller's, when it is a ContextCaller
+	unwatch func() bool     // stops watching client
+	heap    uint64          // live heap when the run began, for the memory limit
+	warned  bool            // the slow-script warning was logged (watchdog only)
 }
 
 // MarkWrite tells the engine the run has written; from then on SCRIPT KILL
@@ -324,6 +338,9 @@ func (e *Engine) Kill(function bool) Value {
 func (e *Engine) begin(r *Run) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
+	if r.client != nil {
+		r.unwatch = context.AfterFunc(r.client, func() { r.halt(errClientGone) })
+	}
 	r.resp = 2
 	r.heap = e.wd.liveHeap()
 	e.rmu.Lock()
@@ -337,6 +354,9 @@ func (e *Engine) end(r *Run) {
 	e.rmu.Lock()
 	delete(e.running, r)
 	e.rmu.Unlock()
+	if r.unwatch != nil {
+		r.unwatch()
+	}
 	r.cancel()
 }
 

@@ -240,6 +240,9 @@ func (e *Engine) Eval(c Caller, argv [][]byte) Value {
 
 // executeWith runs with c as the run's Caller.
 func (e *Engine) executeWith(v *vm, r *Run, c Caller, nargs int) Value {
+	if cc, ok := c.(ContextCaller); ok {
+		r.client = cc.Context()
+	}
 	v.caller = c
 	out := e.execute(v, r, nargs)
 	v.caller = nil

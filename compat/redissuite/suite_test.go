@@ -124,7 +124,14 @@ func startPgcache(t *testing.T) string {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	cmd := exec.Command(bin, "run")
-	cmd.Env = append(os.Environ(),
+	// The test's own PGCACHE_REDIS_SUITE_* settings are not pgcache's config.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PGCACHE_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env,
 		"PGCACHE_LISTEN__RESP="+addr,
 		fmt.Sprintf("PGCACHE_LISTEN__HTTP=127.0.0.1:%d", ports[1]),
 		fmt.Sprintf("PGCACHE_LISTEN__ADMIN=127.0.0.1:%d", ports[2]),
