@@ -119,3 +119,36 @@ func ParseFloat(b []byte) (float64, bool) {
 	}
 	return f, true
 }
+
+// SetBit sets the bit at Offset (bit 0 the most significant of byte 0) to
+// Bit (SETBIT), growing the value with zero bytes; Old is the bit's value
+// before. Max as Append's.
+type SetBit struct {
+	Offset int64
+	Bit    byte
+	Max    int64
+	Old    byte
+}
+
+func (*SetBit) Op() string { return "setbit" }
+
+func (u *SetBit) Apply(cur Current) (Change, error) {
+	i := u.Offset >> 3
+	if u.Max > 0 && i+1 > u.Max {
+		return Change{}, refusedTooLong
+	}
+	n := max(int64(len(cur.Val)), i+1)
+	v := make([]byte, n)
+	copy(v, cur.Val)
+	mask := byte(1) << (7 - uint(u.Offset&7))
+	u.Old = 0
+	if v[i]&mask != 0 {
+		u.Old = 1
+	}
+	if u.Bit == 1 {
+		v[i] |= mask
+	} else {
+		v[i] &^= mask
+	}
+	return Change{Kind: Put, Val: v, TTL: keepTTL}, nil
+}

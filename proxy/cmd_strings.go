@@ -389,3 +389,62 @@ func cmdMSetNX(c *conn, args [][]byte) {
 		return true
 	})
 }
+
+const (
+	errBitOffset = "ERR bit offset is not an integer or out of range"
+	errBitValue  = "ERR bit is not an integer or out of range"
+)
+
+// bitOffset reads a SETBIT/GETBIT offset: not negative, and its byte
+// within the largest value the route may hold.
+func (c *conn) bitOffset(arg []byte, r *route.Route) (int64, bool) {
+	off, ok := parseInt(arg)
+	if !ok || off < 0 || off>>3 >= c.maxValue(r) {
+		c.writeError(errBitOffset)
+		return 0, false
+	}
+	return off, true
+}
+
+// SETBIT key offset value
+func cmdSetBit(c *conn, args [][]byte) {
+	r, k := c.key(args[1])
+	if r == nil {
+		return
+	}
+	off, ok := c.bitOffset(args[2], r)
+	if !ok {
+		return
+	}
+	bit, ok := parseInt(args[3])
+	if !ok || (bit != 0 && bit != 1) {
+		c.writeError(errBitValue)
+		return
+	}
+	u := &backends.SetBit{Offset: off, Bit: byte(bit), Max: c.maxValue(r)}
+	if c.update(r, k, u) {
+		c.writeInt(int64(u.Old))
+	}
+}
+
+// GETBIT key offset
+func cmdGetBit(c *conn, args [][]byte) {
+	r, k := c.key(args[1])
+	if r == nil {
+		return
+	}
+	off, ok := c.bitOffset(args[2], r)
+	if !ok {
+		return
+	}
+	v, _, err := r.Backend.Get(c.ctx, k)
+	if err != nil {
+		c.backendErr(r, err)
+		return
+	}
+	var bit int64
+	if i := off >> 3; i < int64(len(v)) && v[i]&(1<<(7-uint(off&7))) != 0 {
+		bit = 1
+	}
+	c.writeInt(bit)
+}

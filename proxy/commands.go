@@ -95,6 +95,8 @@ func init() {
 		{name: "strlen", fn: cmdStrLen, kind: kindRead, arity: 2, keys: oneKey},
 		{name: "getrange", fn: cmdGetRange, kind: kindRead, arity: 4, keys: oneKey},
 		{name: "substr", fn: cmdGetRange, kind: kindRead, arity: 4, keys: oneKey},
+		{name: "setbit", fn: cmdSetBit, kind: kindWrite, arity: 4, keys: oneKey},
+		{name: "getbit", fn: cmdGetBit, kind: kindRead, arity: 3, keys: oneKey},
 		{name: "lcs", fn: cmdLCS, kind: kindRead, arity: -3, keys: keySpec{1, 2, 1}},
 
 		// cmd_keys.go

@@ -168,6 +168,9 @@ func TestCompareWithRedis(t *testing.T) {
 		{"LCS", "l1", "l2", "IDX"}, {"LCS", "l1", "l2", "IDX", "MINMATCHLEN", "4"},
 		{"LCS", "l1", "l2", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN"}, {"LCS", "l1", "l2", "LEN", "IDX"},
 		{"LCS", "l1", "nosuch"}, {"LCS", "l1", "l2", "FOO"}, {"LCS", "l1", "l2", "MINMATCHLEN"}, {"LCS", "l1"},
+		{"SETBIT", "b1", "1", "1"}, {"SETBIT", "b1", "7", "1"}, {"GET", "b1"}, {"SETBIT", "b1", "1", "0"}, {"GETBIT", "b1", "7"},
+		{"GETBIT", "b1", "100"}, {"GETBIT", "nosuch", "3"}, {"SETBIT", "b1", "-1", "1"}, {"SETBIT", "b1", "1", "2"},
+		{"SETBIT", "b1", "x", "1"}, {"SETBIT", "b1", "4294967296", "1"}, {"GETBIT", "b1", "4294967296"}, {"SETBIT", "b2", "20", "1"}, {"GET", "b2"},
 		{"MSETNX", "nx1", "a", "nx2", "b"}, {"MSETNX", "nx2", "c", "nx3", "d"}, {"MGET", "nx1", "nx2", "nx3"},
 		{"MSETNX", "nx4", "x", "nx4", "y"}, {"GET", "nx4"}, {"MSETNX", "nx5"}, {"MSETNX", "nx5", "a", "nx6"},
 		// transactions
