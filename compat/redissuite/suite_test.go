@@ -16,13 +16,14 @@ import (
 	"github.com/pgcache/pgcache/internal/testenv"
 )
 
-// minPassed is how many of Units17's tests pgcache passes today: a
-// regression guard, raised as commands land (issue 17 asks for 396).
-//
-// 2026-12-01: 0. Every unit stops in the suite's set-up of its first
-// start_server block, which sends FLUSHALL and FUNCTION FLUSH before any
-// test (tests/support/server.tcl, run_external_server_test).
-const minPassed = 0
+// minPassed is the least pgcache must pass of Units17's tests: issue 17's
+// bar. It passed 401 on the 2-core machine (2026-12-01); the rest are
+// commands pgcache does not have (lists, sets, hashes, MONITOR, SAVE …) and
+// deliberate differences (-BUSY only for clients that need a busy
+// script's keys; scripts touch only the keys they declare; CONFIG SET of
+// settings that come from the config file), which the compare target
+// lists against the baseline.
+const minPassed = 396
 
 // baselineMinPassed bounds the ACL-limited redis-server's count from
 // below: it passed 416 on the 2-core machine (the issue measured 417);
