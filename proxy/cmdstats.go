@@ -23,11 +23,37 @@ import (
 
 // cmdStats are one command's counters.
 type cmdStats struct {
-	calls    atomic.Int64 // times run (inside MULTI: when EXEC runs it)
+	calls    spread       // times run (inside MULTI: when EXEC runs it)
 	timed    atomic.Int64 // of which timed
 	nanos    atomic.Int64 // the timed calls' total time
 	rejected atomic.Int64 // refused before running: arity, NOAUTH
 	failed   atomic.Int64 // ran and answered an error
+}
+
+// spread is a count every connection adds to, a slot a connection by its
+// id: adds from two cores to one cache line would cost each batch a line
+// bouncing between them.
+type spread struct {
+	slots [8]struct {
+		n atomic.Int64
+		_ [56]byte
+	}
+}
+
+func (s *spread) Add(id, n int64) { s.slots[id&7].n.Add(n) }
+
+func (s *spread) Load() (n int64) {
+	for i := range s.slots {
+		n += s.slots[i].n.Load()
+	}
+	return n
+}
+
+func (s *spread) Store(n int64) {
+	for i := range s.slots {
+		s.slots[i].n.Store(0)
+	}
+	s.slots[0].n.Store(n)
 }
 
 func (st *cmdStats) reset() {
@@ -84,7 +110,7 @@ func (c *conn) countCall(cmd *command) {
 
 func (c *conn) flushTally() {
 	if c.tally.n > 0 {
-		c.tally.cmd.stats.calls.Add(c.tally.n)
+		c.tally.cmd.stats.calls.Add(c.id, c.tally.n)
 		c.tally.n = 0
 	}
 }
@@ -108,7 +134,7 @@ func (c *conn) call(cmd *command, args [][]byte) {
 		st.nanos.Add(int64(time.Since(start)))
 		st.timed.Add(1)
 	}
-	st.calls.Add(1)
+	st.calls.Add(c.id, 1)
 	c.lastCmd = cmd // EXEC's and scripts' inner commands set it too
 	if c.drains == drains && len(c.out) > mark && c.out[mark] == '-' {
 		st.failed.Add(1)

@@ -32,8 +32,28 @@ import (
 const nStripes = 1024
 
 type keyLocks struct {
+	// While no run is under way (active is 0) a read needs no stripe: it
+	// reads, and it is done if still none is and none began (gen) since.
+	active  atomic.Int64  // runs under way
+	gen     atomic.Uint64 // runs begun
+	_       [48]byte
 	seed    maphash.Seed
 	stripes [nStripes]stripe
+}
+
+// quiet returns the count of runs begun when none is under way; ok is
+// false while one is.
+func (l *keyLocks) quiet() (gen uint64, ok bool) {
+	if l.active.Load() != 0 {
+		return 0, false
+	}
+	return l.gen.Load(), true
+}
+
+// stillQuiet reports whether no run began since quiet returned gen and
+// none is under way.
+func (l *keyLocks) stillQuiet(gen uint64) bool {
+	return l.active.Load() == 0 && l.gen.Load() == gen
 }
 
 type stripe struct {
@@ -117,6 +137,11 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 	if s.locks == nil { // a store without locks: a scratch store, or a run's
 		return fn(s)
 	}
+	// Readers take the fast path no more once active is raised, and those
+	// on it notice gen moved; both before the first write.
+	s.locks.gen.Add(1)
+	s.locks.active.Add(1)
+	defer s.locks.active.Add(-1)
 	idx := make([]int, 0, len(keys))
 	for _, k := range keys {
 		idx = append(idx, s.locks.index(k))

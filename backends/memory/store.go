@@ -79,6 +79,17 @@ func (s *Store) get(k string) (*item, bool) { return otterread.Get(s.c, k) }
 
 // Get returns the value of a live key.
 func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
+	if s.locks != nil {
+		if gen, ok := s.locks.quiet(); ok {
+			it, found := s.get(s.k(k))
+			if s.locks.stillQuiet(gen) {
+				if !found || !it.alive() {
+					return nil, false, nil
+				}
+				return it.val(), true, nil
+			}
+		}
+	}
 	st := s.locks.of(k)
 	for {
 		seq, err := st.readBegin()
@@ -100,6 +111,17 @@ func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
 func (s *Store) MGet(_ context.Context, keys []string, dst [][]byte) ([][]byte, error) {
 	if s.locks == nil {
 		return s.mget(keys, dst), nil
+	}
+	if gen, ok := s.locks.quiet(); ok {
+		base := len(dst)
+		dst = s.mget(keys, dst)
+		if afterMGetReads != nil {
+			afterMGetReads()
+		}
+		if s.locks.stillQuiet(gen) {
+			return dst, nil
+		}
+		dst = dst[:base]
 	}
 	// Note every key's stripe sequence, read, and read again if an atomic
 	// run wrote any of them meanwhile: the values are one moment's.
@@ -157,7 +179,13 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 	if err := st.lock(); err != nil {
 		return backends.SetResult{}, err
 	}
-	defer st.unlock()
+	res, err := s.set(k, val, opts)
+	st.unlock()
+	return res, err
+}
+
+// set is Set with the key's stripe held.
+func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
 	if opts.Cond == backends.SetAlways && !opts.Get && opts.TTL.Mode != backends.TTLKeep {
 		var exp int64
 		if opts.TTL.Mode != backends.TTLNone {
