@@ -25,6 +25,9 @@ import (
 type cmdStats struct {
 	calls    spread       // times run (inside MULTI: when EXEC runs it)
 	timed    atomic.Int64 // of which timed
+	// untimed is true until a call was timed: read by every call, written
+	// once, so it stays in every core's cache where timed would not.
+	untimed atomic.Bool
 	nanos    atomic.Int64 // the timed calls' total time
 	rejected atomic.Int64 // refused before running: arity, NOAUTH
 	failed   atomic.Int64 // ran and answered an error
@@ -56,9 +59,17 @@ func (s *spread) Store(n int64) {
 	s.slots[0].n.Store(n)
 }
 
+// timedOnce records that a call was timed, writing untimed only once.
+func (st *cmdStats) timedOnce() {
+	if st.untimed.Load() {
+		st.untimed.Store(false)
+	}
+}
+
 func (st *cmdStats) reset() {
 	st.calls.Store(0)
 	st.timed.Store(0)
+	st.untimed.Store(true)
 	st.nanos.Store(0)
 	st.rejected.Store(0)
 	st.failed.Store(0)
@@ -120,7 +131,7 @@ func (c *conn) call(cmd *command, args [][]byte) {
 	c.flushTally() // an INFO later in the batch sees the batch's GETs
 	c.lastCmd = cmd
 	mark, errs, drains := len(c.out), c.errs, c.drains
-	timed := c.sample() || cmd.stats.timed.Load() == 0
+	timed := c.sample() || cmd.stats.untimed.Load()
 	var start time.Time
 	if timed {
 		start = time.Now()
@@ -133,6 +144,7 @@ func (c *conn) call(cmd *command, args [][]byte) {
 	if timed {
 		st.nanos.Add(int64(time.Since(start)))
 		st.timed.Add(1)
+		st.timedOnce()
 	}
 	st.calls.Add(c.id, 1)
 	c.lastCmd = cmd // EXEC's and scripts' inner commands set it too
@@ -162,6 +174,7 @@ func (c *conn) groupDone(g *group, errs int, start time.Time, timed bool) {
 	if g.op == groupSet {
 		setCmd.stats.nanos.Add(d)
 		setCmd.stats.timed.Add(int64(len(g.pairs)))
+		setCmd.stats.timedOnce()
 		return
 	}
 	gets := 0
@@ -174,10 +187,12 @@ func (c *conn) groupDone(g *group, errs int, start time.Time, timed bool) {
 	if gets > 0 {
 		getCmd.stats.nanos.Add(per * int64(gets))
 		getCmd.stats.timed.Add(int64(gets))
+		getCmd.stats.timedOnce()
 	}
 	if m := len(g.reads) - gets; m > 0 {
 		mgetCmd.stats.nanos.Add(per * int64(m))
 		mgetCmd.stats.timed.Add(int64(m))
+		mgetCmd.stats.timedOnce()
 	}
 }
 

@@ -216,6 +216,7 @@ func register(m map[string]*command, parent string, s spec) *command {
 	}
 	cmd := &command{name: s.name, fn: s.fn, kind: s.kind, arity: s.arity, keys: s.keys, noAuth: s.noAuth,
 		noQueue: s.noQueue, movable: s.movable, noScript: s.noScript || s.noQueue, inPubSub: s.inPubSub}
+	cmd.stats.untimed.Store(true)
 	if parent != "" {
 		cmd.name = parent + "|" + s.name
 	}
