@@ -23,11 +23,11 @@ import (
 
 // cmdStats are one command's counters.
 type cmdStats struct {
-	calls    spread       // times run (inside MULTI: when EXEC runs it)
-	timed    atomic.Int64 // of which timed
+	calls spread       // times run (inside MULTI: when EXEC runs it)
+	timed atomic.Int64 // of which timed
 	// untimed is true until a call was timed: read by every call, written
 	// once, so it stays in every core's cache where timed would not.
-	untimed atomic.Bool
+	untimed  atomic.Bool
 	nanos    atomic.Int64 // the timed calls' total time
 	rejected atomic.Int64 // refused before running: arity, NOAUTH
 	failed   atomic.Int64 // ran and answered an error
