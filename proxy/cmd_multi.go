@@ -28,15 +28,19 @@ const (
 
 // tx is a connection's transaction state.
 type tx struct {
-	multi   *multiState // inside MULTI; nil otherwise
-	watches []watched   // WATCHed keys, until EXEC, DISCARD or UNWATCH
-	held    *atomicRun  // while an EXEC or a script runs: the route it holds
+	multi      *multiState // inside MULTI; nil otherwise
+	spareMulti *multiState // the last one, reused by the next MULTI
+	watches    []watched   // WATCHed keys, until EXEC, DISCARD or UNWATCH
+	held       *atomicRun  // while an EXEC or a script runs: the route it holds
 }
 
 type multiState struct {
 	queued  []queued
 	bytes   int  // of the queued arguments, bounded by the query limit
 	aborted bool // a request was refused while queueing: EXECABORT
+
+	bytesArena []byte   // the queued arguments' bytes (see own)
+	argsArena  [][]byte // their slices
 }
 
 type queued struct {
@@ -67,7 +71,10 @@ func cmdMulti(c *conn, _ [][]byte) {
 		c.writeError(errNestedMulti)
 		return
 	}
-	c.multi = &multiState{}
+	c.multi, c.spareMulti = c.spareMulti, nil
+	if c.multi == nil {
+		c.multi = &multiState{}
+	}
 	c.writeOK()
 }
 
@@ -83,14 +90,45 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 		return
 	}
 	m.bytes += n
-	owned := make([][]byte, len(args))
-	buf := make([]byte, 0, n)
-	for i, a := range args {
-		buf = append(buf, a...)
-		owned[i] = buf[len(buf)-len(a):]
-	}
-	m.queued = append(m.queued, queued{cmd: cmd, args: owned})
+	m.queued = append(m.queued, queued{cmd: cmd, args: m.own(args, n)})
 	c.writeSimple("QUEUED")
+}
+
+// own copies a request's arguments (n bytes) into the transaction's
+// arenas: the read buffer they are views of is reused. A full arena is
+// replaced, never grown, so what was copied before stays where it is.
+func (m *multiState) own(args [][]byte, n int) [][]byte {
+	if cap(m.bytesArena)-len(m.bytesArena) < n {
+		m.bytesArena = make([]byte, 0, max(n, 16<<10))
+	}
+	if cap(m.argsArena)-len(m.argsArena) < len(args) {
+		m.argsArena = make([][]byte, 0, max(len(args), 256))
+	}
+	start := len(m.argsArena)
+	for _, a := range args {
+		off := len(m.bytesArena)
+		m.bytesArena = append(m.bytesArena, a...)
+		m.argsArena = append(m.argsArena, m.bytesArena[off:len(m.bytesArena):len(m.bytesArena)])
+	}
+	return m.argsArena[start:len(m.argsArena):len(m.argsArena)]
+}
+
+// endMulti ends the transaction (DISCARD).
+func (c *conn) endMulti() {
+	m := c.multi
+	c.multi = nil
+	c.recycle(m)
+}
+
+// recycle keeps m for the connection's next MULTI, once nothing refers to
+// its arenas any more (EXEC has run, or DISCARD).
+func (c *conn) recycle(m *multiState) {
+	clear(m.queued)
+	clear(m.argsArena)
+	*m = multiState{queued: m.queued[:0], bytesArena: m.bytesArena[:0], argsArena: m.argsArena[:0]}
+	if cap(m.bytesArena) <= 1<<20 && cap(m.queued) <= 1<<12 {
+		c.spareMulti = m
+	}
 }
 
 // DISCARD
@@ -99,7 +137,7 @@ func cmdDiscard(c *conn, _ [][]byte) {
 		c.writeError(errDiscNoMulti)
 		return
 	}
-	c.multi = nil
+	c.endMulti()
 	c.unwatchAll()
 	c.writeOK()
 }
@@ -186,6 +224,7 @@ func cmdExec(c *conn, _ [][]byte) {
 		return
 	}
 	c.multi = nil
+	defer c.recycle(m)
 	defer c.unwatchAll()
 	if m.aborted {
 		c.writeError(errExecAbort)

@@ -189,9 +189,9 @@ type Caller interface {
 }
 
 // ContextCaller is a Caller whose client can go away: when its context
-// ends (the connection closed or was killed), the run stops at its next
-// instruction, written or not, since nobody is left to stop it or to read
-// its reply.
+// ends (the connection closed or was killed), the run stops within a
+// watchdog tick, written or not, since nobody is left to stop it or to
+// read its reply.
 type ContextCaller interface {
 	Caller
 	Context() context.Context
@@ -338,11 +338,8 @@ func (e *Engine) Kill(function bool) Value {
 func (e *Engine) begin(r *Run) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	if r.client != nil {
-		r.unwatch = context.AfterFunc(r.client, func() { r.halt(errClientGone) })
-	}
 	r.resp = 2
-	r.heap = e.wd.liveHeap()
+	r.heap = e.wd.startHeap()
 	e.rmu.Lock()
 	e.running[r] = struct{}{}
 	e.rmu.Unlock()
@@ -354,9 +351,6 @@ func (e *Engine) end(r *Run) {
 	e.rmu.Lock()
 	delete(e.running, r)
 	e.rmu.Unlock()
-	if r.unwatch != nil {
-		r.unwatch()
-	}
 	r.cancel()
 }
 

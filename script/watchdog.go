@@ -4,6 +4,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,10 @@ type watchdog struct {
 	mu     sync.Mutex
 	active bool
 	sample []metrics.Sample
+	// live is the live heap as the watchdog last read it: a run starts
+	// from it rather than reading the runtime's metrics itself, which cost
+	// a short script a good part of its time.
+	live atomic.Uint64
 }
 
 func (w *watchdog) init(e *Engine) {
@@ -46,6 +51,17 @@ func (w *watchdog) liveHeap() uint64 {
 		return s[0].Value.Uint64()
 	}
 	return 0
+}
+
+// startHeap is the live heap a run starts from: the watchdog's last
+// reading, or a reading now when there is none yet.
+func (w *watchdog) startHeap() uint64 {
+	if v := w.live.Load(); v != 0 {
+		return v
+	}
+	v := w.liveHeap()
+	w.live.Store(v)
+	return v
 }
 
 // wake starts the watchdog if it is not running.
@@ -70,6 +86,7 @@ func (w *watchdog) loop() {
 			// which found active still true; look again before leaving.
 			if w.e.runningCount() == 0 {
 				w.active = false
+				w.live.Store(0) // stale once nobody reads it: the next run reads afresh
 				w.mu.Unlock()
 				return
 			}
@@ -92,13 +109,18 @@ func (w *watchdog) check() bool {
 	var live uint64
 	if limit > 0 {
 		live = w.liveHeap()
+		w.live.Store(live)
 	}
 	now := time.Now()
 	var oldest *Run
 	var slow []*Run
 	e.rmu.Lock()
 	n := len(e.running)
+	var gone []*Run
 	for r := range e.running {
+		if r.client != nil && r.client.Err() != nil {
+			gone = append(gone, r)
+		}
 		if thr > 0 && !r.warned && now.Sub(r.Start) >= thr {
 			r.warned = true
 			slow = append(slow, r)
@@ -116,6 +138,9 @@ func (w *watchdog) check() bool {
 		e.logf(LogWarning, "Slow script detected: still in execution after "+
 			strconv.FormatInt(now.Sub(r.Start).Milliseconds(), 10)+
 			" milliseconds. You can try killing the script using the "+cmd+" command.")
+	}
+	for _, r := range gone {
+		r.halt(errClientGone)
 	}
 	if oldest != nil {
 		e.logf(LogWarning, "Script "+oldest.Name+" stopped: the live heap grew past the script memory limit")

@@ -170,11 +170,7 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 			st.mu.Unlock()
 		}
 	}()
-	tx := &memTx{Store: &Store{c: s.c, sweep: s.sweep, cursors: s.cursors, moves: s.moves},
-		declared: make(map[string]struct{}, len(keys))}
-	for _, k := range keys {
-		tx.declared[k] = struct{}{}
-	}
+	tx := &memTx{Store: &Store{c: s.c, sweep: s.sweep, cursors: s.cursors, moves: s.moves}, declared: keys}
 	err := fn(tx)
 	if err != nil {
 		tx.rollback()
@@ -184,40 +180,55 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 
 // memTx is an atomic run's view of a memory store: the run's keys only,
 // with what each written key held kept until the run ends.
+//
+// A run declares a handful of keys, so both are slices scanned in order;
+// keys are borrowed for the run, which is as long as the slices live.
 type memTx struct {
 	*Store
-	declared map[string]struct{}
-	undo     map[string]*item // a written key's item before the run; nil: absent
+	declared []string
+	undo     []saved // what each written key held before the run
+}
+
+type saved struct {
+	key string
+	it  *item // nil: absent
 }
 
 func (t *memTx) check(keys ...string) error {
 	for _, k := range keys {
-		if _, ok := t.declared[k]; !ok {
+		if !slices.Contains(t.declared, k) {
 			return fmt.Errorf("%w: %q", backends.ErrUndeclaredKey, k)
 		}
 	}
 	return nil
 }
 
-// save keeps what k holds before the run first writes it.
+// save keeps what k holds before the run first writes it, read without
+// telling otter's policy.
 func (t *memTx) save(keys ...string) {
-	if t.undo == nil {
-		t.undo = map[string]*item{}
-	}
+next:
 	for _, k := range keys {
-		if _, done := t.undo[k]; !done {
-			it, _ := t.c.GetIfPresent(k)
-			t.undo[strings.Clone(k)] = it
+		for _, u := range t.undo {
+			if u.key == k {
+				continue next
+			}
 		}
+		var it *item
+		if e, ok := t.c.GetEntryQuietly(k); ok {
+			it = e.Value
+		}
+		t.undo = append(t.undo, saved{key: k, it: it})
 	}
 }
 
+// rollback puts back what the run's keys held, the last written first.
 func (t *memTx) rollback() {
-	for k, it := range t.undo {
-		if it == nil {
-			t.c.Invalidate(k)
+	for i := len(t.undo) - 1; i >= 0; i-- {
+		u := t.undo[i]
+		if u.it == nil {
+			t.c.Invalidate(u.key)
 		} else {
-			t.c.Set(k, it)
+			t.c.Set(strings.Clone(u.key), u.it)
 		}
 	}
 }
