@@ -294,18 +294,26 @@ func cmdGetSet(c *conn, args [][]byte) {
 	c.set(args[1], args[2], backends.SetOptions{Get: true}, false)
 }
 
-// STRLEN key
-func cmdStrLen(c *conn, args [][]byte) {
-	r, k := c.key(args[1])
+// value reads key's value (nil when absent) for a command that answers
+// from it; ok is false when it answered an error instead.
+func (c *conn) value(key []byte) (v []byte, ok bool) {
+	r, k := c.key(key)
 	if r == nil {
-		return
+		return nil, false
 	}
 	v, _, err := r.Backend.Get(c.ctx, k)
 	if err != nil {
 		c.backendErr(r, err)
-		return
+		return nil, false
 	}
-	c.writeInt(int64(len(v)))
+	return v, true
+}
+
+// STRLEN key
+func cmdStrLen(c *conn, args [][]byte) {
+	if v, ok := c.value(args[1]); ok {
+		c.writeInt(int64(len(v)))
+	}
 }
 
 // GETRANGE key start end
@@ -317,16 +325,9 @@ func cmdGetRange(c *conn, args [][]byte) {
 		c.writeError(errNotInteger)
 		return
 	}
-	r, k := c.key(args[1])
-	if r == nil {
-		return
+	if v, ok := c.value(args[1]); ok {
+		c.writeBulk(substr(v, start, end))
 	}
-	v, _, err := r.Backend.Get(c.ctx, k)
-	if err != nil {
-		c.backendErr(r, err)
-		return
-	}
-	c.writeBulk(substr(v, start, end))
 }
 
 // substr is GETRANGE's slice of v, by Redis's rules for negative and
@@ -429,17 +430,17 @@ func cmdSetBit(c *conn, args [][]byte) {
 
 // GETBIT key offset
 func cmdGetBit(c *conn, args [][]byte) {
-	r, k := c.key(args[1])
+	r, _ := c.t.ForKey(bstr(args[1]))
 	if r == nil {
+		c.writeError(errNoRoute(args[1]))
 		return
 	}
 	off, ok := c.bitOffset(args[2], r)
 	if !ok {
 		return
 	}
-	v, _, err := r.Backend.Get(c.ctx, k)
-	if err != nil {
-		c.backendErr(r, err)
+	v, ok := c.value(args[1])
+	if !ok {
 		return
 	}
 	var bit int64
