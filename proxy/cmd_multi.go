@@ -268,6 +268,7 @@ func (c *conn) watchedOn(r *route.Route, keys []string) []string {
 // routeOf finds the one route the keys of the queued requests are on, and
 // those keys as it stores them; r is nil when no request has a key.
 func (c *conn) routeOf(reqs []queued) (r *route.Route, keys []string, bad string) {
+	keys = make([]string, 0, len(reqs))
 	for _, q := range reqs {
 		ks, bad := keysOf(q.cmd, q.args)
 		if bad != "" {

@@ -82,6 +82,9 @@ func newTracker(s *Server) *tracker {
 // reported through route.Writes is known as its own (NOLOOP).
 type writerKey struct{}
 
+// Active is route.Writes': writes matter while a client tracks.
+func (t *tracker) Active() bool { return t.on.Load() != 0 }
+
 // Wrote is route.Writes: a write of key through route r.
 func (t *tracker) Wrote(ctx context.Context, r *route.Route, key string) {
 	if t.on.Load() == 0 {

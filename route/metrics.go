@@ -280,7 +280,7 @@ func (in *instrumented) Atomically(ctx context.Context, keys []string, fn func(t
 // end of the atomic run it is part of. A write reported in error (the
 // backend refused it) costs one needless invalidation.
 func (in *instrumented) wrote(ctx context.Context, key string) {
-	if in.r.notify == nil || in.r.notify.w.Load() == nil {
+	if !in.r.notify.active() {
 		return
 	}
 	if in.deferred != nil {

@@ -14,11 +14,25 @@ type Writes interface {
 	// Wrote reports a write of key, as r's backend stores it. ctx is the
 	// writer's, so a front can tell its own clients' writes apart.
 	Wrote(ctx context.Context, r *Route, key string)
+	// Active reports whether writes are wanted now. While it is false the
+	// wrappers neither report nor collect them: a reader registers its
+	// interest (making it true) before it reads, so a write that found it
+	// false came before any read that could keep its old value.
+	Active() bool
 }
 
 // notifier is what a route's wrapper calls; it is shared by every route of
 // the tables a Router serves.
 type notifier struct{ w atomic.Pointer[Writes] }
+
+// active reports whether the router's Writes wants writes now.
+func (n *notifier) active() bool {
+	if n == nil {
+		return false
+	}
+	w := n.w.Load()
+	return w != nil && (*w).Active()
+}
 
 // wrote reports a write of key to the router's Writes, if any.
 func (n *notifier) wrote(ctx context.Context, r *Route, key string) {
