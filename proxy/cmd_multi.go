@@ -242,16 +242,15 @@ func cmdExec(c *conn, _ [][]byte) {
 	if r != nil {
 		keys = c.watchedOn(r, keys)
 	}
-	c.atomically(r, keys, func() bool {
+	c.atomically(r, keys, func() {
 		if c.watchedChanged(true) {
 			c.writeNullArray()
-			return false
+			return
 		}
 		c.writeArray(len(m.queued))
 		for _, q := range m.queued {
 			c.exec(q.cmd, q.args)
 		}
-		return true
 	})
 }
 
@@ -311,10 +310,9 @@ func keysOf(cmd *command, args [][]byte) ([][]byte, string) {
 
 // atomically runs body as one atomic run of route r over keys, with the
 // handlers' backend calls on r going to the run's tx; with no route it
-// just runs body. body writes its replies, and returns whether it ran its
-// requests. A store that runs the body again (after a conflicting write)
+// just runs body. body writes its replies. A store that runs the body again (after a conflicting write)
 // has the replies of the run before dropped.
-func (c *conn) atomically(r *route.Route, keys []string, body func() bool) {
+func (c *conn) atomically(r *route.Route, keys []string, body func()) {
 	if r == nil || c.held != nil { // no keys, or inside EXEC's run, which holds them
 		body()
 		return

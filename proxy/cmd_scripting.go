@@ -68,10 +68,9 @@ func (c *conn) runScript(args [][]byte, run func(script.Caller, [][]byte) script
 		c.writeError(bad)
 		return
 	}
-	body := func() bool {
+	body := func() {
 		v := run(&scriptCaller{c: c}, args)
 		c.out = script.AppendReply(c.out, v, c.proto)
-		return true
 	}
 	c.holdOutput++ // the script's calls swap c.out: nothing may drain it
 	defer func() { c.holdOutput-- }()

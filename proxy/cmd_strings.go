@@ -367,16 +367,16 @@ func cmdMSetNX(c *conn, args [][]byte) {
 		c.writeError(bad)
 		return
 	}
-	c.atomically(r, keys, func() bool {
+	c.atomically(r, keys, func() {
 		tx := c.held.as
 		n, err := tx.Backend.Exists(c.ctx, keys)
 		if err != nil {
 			c.backendErr(r, err)
-			return false
+			return
 		}
 		if n > 0 {
 			c.writeInt(0)
-			return true
+			return
 		}
 		pairs := make([]backends.KV, 0, len(keys))
 		for i, k := range keys {
@@ -384,10 +384,9 @@ func cmdMSetNX(c *conn, args [][]byte) {
 		}
 		if err := tx.Backend.MSet(c.ctx, pairs); err != nil {
 			c.backendErr(r, err)
-			return false
+			return
 		}
 		c.writeInt(1)
-		return true
 	})
 }
 

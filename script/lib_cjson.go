@@ -495,18 +495,28 @@ func (d *jsonDecoder) object(depth int) lua.LValue {
 		}
 		d.i++
 		t.RawSetString(k, d.value(depth))
-		d.space()
-		if d.i < len(d.s) && d.s[d.i] == ',' {
-			d.i++
-			continue
-		}
-		if d.i < len(d.s) && d.s[d.i] == '}' {
-			d.i++
+		if d.after('}', "comma or object end") {
 			return t
 		}
-		d.fail("comma or object end")
 	}
 	return lua.LNil
+}
+
+// after reads what follows an element of an object or array: a comma
+// (another element comes) or end, which closes it (true). Anything else
+// fails the decode as what says.
+func (d *jsonDecoder) after(end byte, what string) (closed bool) {
+	d.space()
+	switch {
+	case d.i < len(d.s) && d.s[d.i] == ',':
+		d.i++
+	case d.i < len(d.s) && d.s[d.i] == end:
+		d.i++
+		return true
+	default:
+		d.fail(what)
+	}
+	return false
 }
 
 func (d *jsonDecoder) array(depth int) lua.LValue {
@@ -519,16 +529,9 @@ func (d *jsonDecoder) array(depth int) lua.LValue {
 	}
 	for n := 1; d.err == ""; n++ {
 		t.RawSetInt(n, d.value(depth))
-		d.space()
-		if d.i < len(d.s) && d.s[d.i] == ',' {
-			d.i++
-			continue
-		}
-		if d.i < len(d.s) && d.s[d.i] == ']' {
-			d.i++
+		if d.after(']', "comma or array end") {
 			return t
 		}
-		d.fail("comma or array end")
 	}
 	return lua.LNil
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // crudPrefixer is a driver whose table routes are also reached by
-// `CRUD:<db>.<schema>.<table>:<pk>` keys (seeds/001).
+// `CRUD:<db>.<schema>.<table>:<pk>` keys ("Cache-aside without the race").
 type crudPrefixer interface {
 	CRUDPrefix(sourceTable string) (string, error)
 }

@@ -98,7 +98,7 @@ var (
 	pgbenchClients  = flag.Int("pgbench.clients", 8, "pgbench clients, and backend goroutines, of TestPgbenchComparison")
 )
 
-// pgbenchScript is the write of seeds/002's benchmark: an upsert of a
+// pgbenchScript is the write of the benchmark of "Postgres as a Key-Value Store": an upsert of a
 // random key among 100k, a 256-byte value, a 300s TTL.
 const pgbenchScript = `\set k random(1, 100000)
 INSERT INTO %s (key, value, expires_at)

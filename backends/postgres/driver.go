@@ -1,5 +1,5 @@
 // Package postgres is the PostgreSQL backend, on pgx/v5. A route opens
-// either a kv table (the layout and queries of seeds/002: a text, uuid or
+// either a kv table (the layout and queries of "Postgres as a Key-Value Store", docs/bench.md: a text, uuid or
 // bigint key, a bytea value, an expires_at deadline kept by the database's
 // clock) at one of three durabilities, or the rows of an existing table,
 // served by primary key as JSON.

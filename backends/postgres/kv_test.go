@@ -194,7 +194,7 @@ func TestMSetConcurrent(t *testing.T) {
 }
 
 // TestSetNXTakesOverExpired: an expired row still owns its key until it
-// is swept; SET NX treats it as absent (seeds/002's trap).
+// is swept; SET NX treats it as absent (the trap "Postgres as a Key-Value Store" describes).
 func TestSetNXTakesOverExpired(t *testing.T) {
 	d := newDriver(t, Options{})
 	s := openKV(t, d, uniqueTable(t), DurabilityStandard, "")
@@ -348,7 +348,7 @@ func TestExistingTable(t *testing.T) {
 }
 
 // TestCreatedTable: the table a route creates has the layout and storage
-// options of seeds/002, and the persistence of its durability.
+// options of "Postgres as a Key-Value Store", and the persistence of its durability.
 func TestCreatedTable(t *testing.T) {
 	d := newDriver(t, Options{})
 	for _, durability := range []string{DurabilityStandard, DurabilityAsync, DurabilityUnlogged} {

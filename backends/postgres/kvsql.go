@@ -59,7 +59,7 @@ const getSQL = `SELECT value FROM {t} WHERE key = $1::{k} AND expires_at > now()
 // rows back in the order of the keys.
 const mgetSQL = `SELECT key::text, value FROM {t} WHERE key = ANY($1::{k}[]) AND expires_at > now()`
 
-// $1 key, $2 value, $3 ttl, $4 at, $5 keepttl. The upsert of seeds/002;
+// $1 key, $2 value, $3 ttl, $4 at, $5 keepttl. The upsert of "Postgres as a Key-Value Store";
 // KEEPTTL keeps the deadline of a live row (a new or expired one gets none).
 const setSQL = `
 INSERT INTO {t} AS t (key, value, expires_at)
@@ -69,7 +69,7 @@ SET value      = EXCLUDED.value,
     expires_at = CASE WHEN $5::bool AND t.expires_at > now() THEN t.expires_at
                       ELSE EXCLUDED.expires_at END`
 
-// $1 key, $2 value, $3 ttl, $4 at. SET NX as seeds/002 writes it: an
+// $1 key, $2 value, $3 ttl, $4 at. SET NX as "Postgres as a Key-Value Store" writes it: an
 // expired row still owns its key, so the conflict takes it over instead of
 // doing nothing; a live row makes the statement return no row. Concurrent
 // callers queue on the key's index entry, and each sees the winner's row.
@@ -175,7 +175,7 @@ RETURNING value`
 // and an absent or expired key counts as 0 with no expiry; a live key
 // keeps its deadline.
 //
-// One upsert, like the counter of seeds/002: concurrent increments queue on
+// One upsert, like the counter of "Postgres as a Key-Value Store": concurrent increments queue on
 // the row lock, and each adds to the value the previous one committed, so
 // none is lost. When the value is not an integer or the sum would overflow,
 // the WHERE refuses the update and no row comes back; nothing was written,
@@ -253,7 +253,7 @@ SELECT CASE WHEN expires_at = 'infinity' THEN -1
 FROM {t}
 WHERE key = $1::{k} AND expires_at > now()`
 
-// The batched sweep of seeds/002: small batches, so no statement holds its
+// The batched sweep of "Postgres as a Key-Value Store": small batches, so no statement holds its
 // row locks for long. With no index on expires_at the inner query reads
 // the table; for a table that fits in memory that is cheap, and it is the
 // price of HOT updates.

@@ -14,7 +14,7 @@ import (
 // database makes the table figures go missing, never the scrape hang.
 const statsTimeout = 2 * time.Second
 
-// tableStatsSQL reads the health figures seeds/002 says to watch, for the
+// tableStatsSQL reads the health figures "Postgres as a Key-Value Store" says to watch, for the
 // tables named in $1 (as to_regclass reads them).
 const tableStatsSQL = `
 SELECT u.i, s.n_live_tup, s.n_dead_tup, s.n_tup_upd, s.n_tup_hot_upd,

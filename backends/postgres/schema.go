@@ -144,7 +144,7 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// kvColumns is the kv layout of seeds/002, by key type: the columns a kv
+// kvColumns is the kv layout of "Postgres as a Key-Value Store", by key type: the columns a kv
 // table must have, in order, as describe reports them.
 func kvColumns(k keyType) []column {
 	return []column{
@@ -156,7 +156,7 @@ func kvColumns(k keyType) []column {
 
 // createKVSQL creates a kv table. There is deliberately no index on
 // expires_at: every write changes it, and an index on it would make every
-// update a non-HOT one (seeds/002). fillfactor 70 leaves room on each page
+// update a non-HOT one ("Postgres as a Key-Value Store"). fillfactor 70 leaves room on each page
 // for the next version of a row; the low vacuum threshold keeps dead
 // versions of hot keys from piling up.
 const createKVSQL = `

@@ -11,7 +11,7 @@ import (
 )
 
 // CRUDPrefix is the RESP key prefix of a table route's rows, as
-// pg_local_cache spells it (seeds/001): CRUD:<db>.<schema>.<table>: followed
+// pg_local_cache spells it ("Cache-aside without the race"): CRUD:<db>.<schema>.<table>: followed
 // by the primary key. The router strips it; the backend sees the key.
 func CRUDPrefix(dbname, schema, table string) string {
 	return backends.CRUDMark + dbname + "." + schema + "." + table + ":"
