@@ -107,11 +107,48 @@ type Watchable interface {
 	ChangedSince(key string, tok uint64) bool
 }
 
-// SoleWriter is a Backend that only this process writes: every change to
-// it goes through its methods (the memory store). The RESP front lets
-// clients cache its keys (CLIENT TRACKING); a key of any other backend,
-// which may change where pgcache does not see it, is invalidated right
-// after the read that served it.
+// Notifier is a Backend that reports every change to its keys that was
+// not made through its own methods: the memory store's expiries and
+// evictions, an L1 tier's fences (plain SQL, other pgcache instances), a
+// Valkey client cache's invalidations (other Valkey clients). The RESP
+// front feeds them to CLIENT TRACKING. A key of a backend that is not a
+// Notifier, or not Watching, may change where pgcache does not see it, so
+// a tracking client is told to drop it right after the read that served
+// it.
+type Notifier interface {
+	// Notify calls fn for each change from now on, until cancel is
+	// called. fn runs on the notifier's goroutine and must not block; it
+	// runs after the change is visible to this process's reads (after an
+	// L1 tier has recorded the fence), so a read that starts after fn
+	// returned sees the change.
+	Notify(fn func(Outside)) (cancel func())
+	// Watching reports whether changes are being received now. It is
+	// false while a source is lost (the LISTEN connection down, the Valkey
+	// connection gone): an Outside with Lost was sent when it went false.
+	Watching() bool
+}
+
+// Outside is one report of a Notifier: a change made outside its methods.
+type Outside struct {
+	// Keys changed, as the backend stores them (a route's key without the
+	// route's prefix). Nil when All is set.
+	Keys []string
+	// All: any key may have changed (a table fence, a whole-cache fence,
+	// a flush from elsewhere).
+	All bool
+	// Lost: changes may be missed from now until Watching is true again;
+	// implies All.
+	Lost bool
+	// Source names where the change came from, for metrics: "postgres",
+	// "valkey", "expiry", "eviction".
+	Source string
+	// At is when the change was committed at its source, when known
+	// (PostgreSQL's clock for a fence); zero otherwise.
+	At time.Time
+}
+
+// SoleWriter marks a Backend that only this process writes (the memory
+// store). To be replaced by Notifier.
 type SoleWriter interface {
 	SoleWriter()
 }
