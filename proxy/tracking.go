@@ -250,11 +250,10 @@ func (t *tracker) broadcastLocked() {
 
 // dropAll tells every tracking client to drop every key it has (FLUSHALL,
 // a reload that changed the routes), with a null as Redis does, and
-// empties the table.
+// empties the table: with no client tracking too, as Redis does on a
+// flush, so ids of clients that turned tracking off and on again do not
+// outlive it.
 func (t *tracker) dropAll(src source) {
-	if t.on.Load() == 0 {
-		return
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, c := range t.clients {
