@@ -5,7 +5,6 @@ import (
 	"context"
 	"net"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -305,54 +304,6 @@ func TestTrackingTransactionAndNoLoop(t *testing.T) {
 	b.do("SET", "other", "v")
 	if got := c.do("PING"); got != "+PONG\r\n" {
 		t.Fatalf("BCAST outside the prefixes: %q", got)
-	}
-}
-
-// TestTrackingTableBounded: a client reading ten times the table's bound
-// in distinct keys keeps the table at its bound, is told of each key
-// evicted, and the server's heap stays flat.
-func TestTrackingTableBounded(t *testing.T) {
-	const bound = 1000
-	ts := startServer(t, Config{})
-	ts.tracking.setMaxKeys(bound)
-	c := dial(t, ts.addr)
-	c.do("HELLO", "3")
-	c.do("CLIENT", "TRACKING", "on")
-	read := func(from, to int) int {
-		var pipe strings.Builder
-		for i := from; i < to; i++ {
-			pipe.WriteString(encode("GET", "key:"+strconv.Itoa(i)))
-		}
-		c.send(pipe.String())
-		pushes := 0
-		for replies := 0; replies < to-from; {
-			r := c.reply()
-			if strings.HasPrefix(r, ">") {
-				pushes++
-				continue
-			}
-			replies++
-		}
-		return pushes
-	}
-	pushes := read(0, bound)
-	runtime.GC()
-	before := heapInuse()
-	for i := 1; i < 10; i++ {
-		pushes += read(i*bound, (i+1)*bound)
-	}
-	// The evictions of the last batch may still be in flight.
-	for pushes < 9*bound {
-		if r := c.reply(); strings.HasPrefix(r, ">") {
-			pushes++
-		}
-	}
-	if keys, _, _ := ts.tracking.counts(); keys != bound {
-		t.Errorf("tracked keys: %d, want %d", keys, bound)
-	}
-	runtime.GC()
-	if after := heapInuse(); after > before+4<<20 {
-		t.Errorf("heap grew from %d to %d reading 10x the bound", before, after)
 	}
 }
 
