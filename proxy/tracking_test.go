@@ -158,6 +158,18 @@ func TestTrackingCompareWithRedis(t *testing.T) {
 			{"SET", "p:1", "x"},
 			{"FLUSHALL"},
 		}},
+		{"bcast batches", [][]string{
+			{"HELLO", "3"},
+			{"CLIENT", "TRACKING", "on", "bcast", "prefix", "b:", "prefix", "a:"},
+			{"MSET", "b:1", "x", "a:2", "y", "a:1", "z", "c:1", "w"},
+			{"MSET", "c:9", "1", "a:9", "1", "b:9", "2", "b:9", "3"},
+			{"CLIENT", "TRACKING", "off"},
+			{"CLIENT", "TRACKING", "on", "bcast", "noloop"},
+			{"MSET", "k1", "1", "k2", "2"},
+			{"CLIENT", "TRACKING", "off"},
+			{"CLIENT", "TRACKING", "on", "bcast"},
+			{"MSET", "k2", "1", "k1", "2"},
+		}},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			for _, addr := range []string{ts.addr, redisAddr} {
