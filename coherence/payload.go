@@ -3,6 +3,7 @@ package coherence
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 )
 
 // PayloadVersion is the version of the fence payload this build publishes
@@ -16,6 +17,23 @@ import (
 //
 // A payload without "v" is version 1: relays from before the field
 // published it so.
+//
+// A fence payload may also carry "a", the relay's time when it took the
+// fences from the log, by PostgreSQL's clock, in unix microseconds:
+//
+//	{"v":1,"t":"schema.table","k":[…],"a":1764621296123456}
+//
+// It is an addition within version 1, not a new version: it only informs
+// (CLIENT TRACKING's commit-to-push lag, backends.Outside.At), and every
+// reader so far, before "v" and since, decodes the payload with
+// encoding/json into a struct, which skips a field it does not know; a
+// reader that meets a payload without it (an older relay) has no time.
+// It is the DELETE's statement_timestamp(): every fence in the
+// notification was committed before it (the DELETE sees committed rows
+// only), and it is later than the commits by the time the fences waited in
+// the log, up to a relay interval (DefaultRelayInterval idle, relayBusyFactor
+// times that under steady writes) plus the drain. So a lag measured from it
+// leaves that wait out.
 //
 // A reader meets a version newer than its own while instances of two
 // builds share a database: the relay is whichever instance holds the relay
@@ -36,13 +54,27 @@ type payload struct {
 	Table   string            `json:"t"`
 	Keys    []json.RawMessage `json:"k"`
 	Canary  string            `json:"c"`
+	At      int64             `json:"a"` // unix microseconds, 0: unknown
 }
 
-// payloadHead opens a fence payload of table, to be closed by "}" (a
-// table fence) or by `,"k":[keys…]}`.
-func payloadHead(table string) string {
+// at is the payload's time, zero when it has none.
+func (p payload) at() time.Time {
+	if p.At <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(p.At)
+}
+
+// payloadHead opens a fence payload of table, taken from the log at at
+// (unix microseconds; 0: left out), to be closed by "}" (a table fence) or
+// by `,"k":[keys…]}`.
+func payloadHead(table string, at int64) string {
 	name, _ := json.Marshal(table)
-	return `{"v":` + strconv.Itoa(PayloadVersion) + `,"t":` + string(name)
+	head := `{"v":` + strconv.Itoa(PayloadVersion) + `,"t":` + string(name)
+	if at > 0 {
+		head += `,"a":` + strconv.FormatInt(at, 10)
+	}
+	return head
 }
 
 // canaryPayload is the payload of a canary.

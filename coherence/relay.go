@@ -215,14 +215,15 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 	// with a TID scan per row, and each of those asks the kernel for the
 	// table's size (an lseek, a syscall per fence).
 	rowsQ := take.Queue(`DELETE FROM `+Schema+`.fence_log WHERE ctid = ANY (ARRAY(
-		SELECT ctid FROM `+Schema+`.fence_log LIMIT $1)) RETURNING tbl, keys`, relayBatch)
+		SELECT ctid FROM `+Schema+`.fence_log LIMIT $1))
+		RETURNING tbl, keys, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint`, relayBatch)
 	var b batch
 	n := 0
 	rowsQ.Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var tbl string
 			var keys []byte
-			if err := rows.Scan(&tbl, &keys); err != nil {
+			if err := rows.Scan(&tbl, &keys, &b.at); err != nil {
 				return err
 			}
 			b.add(tbl, keys)
@@ -266,6 +267,7 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 type batch struct {
 	canaries []string
 	tables   map[string]*tableKeys
+	at       int64 // when the drain took them, unix microseconds (see PayloadVersion)
 }
 
 type tableKeys struct {
@@ -318,7 +320,7 @@ func (b *batch) payloads() (out []string) {
 	sort.Strings(tables)
 	for _, tbl := range tables {
 		tk := b.tables[tbl]
-		head := payloadHead(tbl)
+		head := payloadHead(tbl, b.at)
 		if tk.whole {
 			out = append(out, head+"}")
 			continue

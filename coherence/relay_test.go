@@ -9,7 +9,7 @@ import (
 )
 
 func TestBatchPayloads(t *testing.T) {
-	var b batch
+	b := batch{at: 1764621296123456}
 	b.add(canaryTable, []byte(`"me:1"`))
 	b.add("public.kv", []byte(`["a", "b"]`))
 	b.add("public.kv", []byte(`["b", "c"]`))
@@ -39,6 +39,9 @@ func TestBatchPayloads(t *testing.T) {
 		}
 		if f.Canary != "" {
 			continue
+		}
+		if f.At != b.at {
+			t.Fatalf("payload %.60q…: time %d, want the drain's %d", p, f.At, b.at)
 		}
 		if f.Keys == nil {
 			whole[f.Table] = true
