@@ -88,8 +88,12 @@ func keysAre(ks ...string) func(backends.Outside) bool {
 	}
 }
 
-func isAll(o backends.Outside) bool  { return o.All && !o.Lost && o.Keys == nil && o.Source == "postgres" }
-func isLost(o backends.Outside) bool { return o.Lost && o.All && o.Keys == nil && o.Source == "postgres" }
+func isAll(o backends.Outside) bool {
+	return o.All && !o.Lost && o.Keys == nil && o.Source == "postgres"
+}
+func isLost(o backends.Outside) bool {
+	return o.Lost && o.All && o.Keys == nil && o.Source == "postgres"
+}
 
 // pgNow is PostgreSQL's clock.
 func pgNow(t *testing.T, i *instance) time.Time {
