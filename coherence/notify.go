@@ -133,9 +133,10 @@ func (f *Fences) fenceAllFrom(at time.Time) {
 //     followed by an All, so that a read that began while fences may have
 //     been missed is dropped.
 //
-// Source is "postgres"; At is the relay's time of the notification by
-// PostgreSQL's clock (see payload.go), zero for the reports of this
-// process (Lost, coming online) and from relays without it.
+// Source is "postgres"; At is the commit-ish time of the notification's
+// fences by PostgreSQL's clock (payload.go: the earliest time one was
+// logged, before its commit), zero for the reports of this process (Lost,
+// coming online) and from relays without it.
 func (t *Tier) Notify(fn func(backends.Outside)) (cancel func()) {
 	return t.f.watch(t.table.Name, func(n fenceNote) {
 		out := backends.Outside{All: n.all || n.lost, Lost: n.lost, Source: "postgres", At: n.at}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
@@ -334,5 +335,143 @@ func TestTierNotifyRace(t *testing.T) {
 	}
 	if v, _, _ := a.tier.Get(context.Background(), "k"); string(v) != "newer" {
 		t.Fatalf("a read after the Outside = %q, want newer", v)
+	}
+}
+
+// TestFenceTimes: with either trigger, a fence's At is the time the
+// trigger logged it, within the writing statement and before its commit,
+// not the later time the relay took it from the log.
+func TestFenceTimes(t *testing.T) {
+	p := pg.Pool(t)
+	ctx := context.Background()
+	fns := []TriggerFunc{TriggerC, TriggerPLpgSQL}
+	for _, fn := range fns {
+		testenv.Exec(t, p, `CREATE TABLE ftime_`+string(fn)+` (k int PRIMARY KEY, v int)`)
+		if got, err := AttachUsing(ctx, p, "ftime_"+string(fn), fn); err != nil || got != fn {
+			t.Fatalf("attach with %s: %q, %v", fn, got, err)
+		}
+	}
+	c := startCoordinator(t, p, CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: 100 * time.Millisecond}})
+	for _, fn := range fns {
+		t.Run(string(fn), func(t *testing.T) {
+			table := "public.ftime_" + string(fn)
+			notes := make(chan fenceNote, 10)
+			defer c.Fences.watch(table, func(n fenceNote) { notes <- n })()
+			tx, err := p.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			var before, during time.Time
+			if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&before); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+table+` VALUES (1, 0)`); err != nil {
+				t.Fatal(err)
+			}
+			// The commit comes a while after the write: a drain's time
+			// would be after it.
+			if err := tx.QueryRow(ctx, `SELECT clock_timestamp() FROM pg_sleep(0.2)`).Scan(&during); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case n := <-notes:
+				if !slices.Equal(n.keys, []string{"1"}) {
+					t.Fatalf("fence on %v, want key 1", n.keys)
+				}
+				if n.at.Before(before) || !n.at.Before(during) {
+					t.Fatalf("At %v, want within the INSERT (after %v, before %v)", n.at, before, during)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("no fence within 20s")
+			}
+		})
+	}
+}
+
+// TestFenceLogGetsAt: Setup adds at to a log without it (as older builds
+// made it), and both triggers keep logging whatever the log's columns: a
+// dropped column is skipped, and rows logged without at are read as NULL.
+func TestFenceLogGetsAt(t *testing.T) {
+	p := pg.Pool(t)
+	ctx := context.Background()
+	if err := Setup(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Exec(t, p, `CREATE TABLE fat (k int PRIMARY KEY, v int)`)
+	testenv.Exec(t, p, `CREATE TABLE fat_pl (k int PRIMARY KEY, v int)`)
+	if _, err := AttachUsing(ctx, p, "fat", TriggerC); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AttachUsing(ctx, p, "fat_pl", TriggerPLpgSQL); err != nil {
+		t.Fatal(err)
+	}
+	hasAt := func() bool {
+		var ok bool
+		if err := p.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '`+Schema+`.fence_log'::regclass
+			AND attname = 'at' AND NOT attisdropped)`).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !hasAt() {
+		t.Fatal("Setup made a log without at")
+	}
+	conn, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// timed returns whether each row the statements log has a time.
+	timed := func(stmts ...string) []bool {
+		t.Helper()
+		var got []bool
+		loggedBy(t, conn, func(tx pgx.Tx) {
+			before, err := pgx.CollectRows(mustQuery(t, tx, `SELECT ctid::text FROM `+Schema+`.fence_log`), pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			before = append([]string{}, before...) // never NULL: <> ALL(NULL) is no row
+			for _, s := range stmts {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					t.Fatalf("%s: %v", s, err)
+				}
+			}
+			col := "NULL::timestamptz"
+			if hasAt() {
+				col = "at"
+			}
+			got, err = pgx.CollectRows(mustQuery(t, tx, `SELECT `+col+` IS NOT NULL FROM `+Schema+`.fence_log
+				WHERE ctid::text <> ALL($1) ORDER BY ctid`, before), pgx.RowTo[bool])
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+		return got
+	}
+	writes := []string{`INSERT INTO fat VALUES (1, 0)`, `INSERT INTO fat_pl VALUES (1, 0)`}
+	if got := timed(writes...); !slices.Equal(got, []bool{true, true}) {
+		t.Fatalf("rows timed: %v, want both", got)
+	}
+	// A log as older builds made it: without at (dropped here, so the C
+	// trigger also meets a dropped column).
+	testenv.Exec(t, p, `ALTER TABLE `+Schema+`.fence_log DROP COLUMN at`)
+	// (timed's writes are rolled back: the same INSERTs again.)
+	if got := timed(writes...); len(got) != 2 {
+		t.Fatalf("rows logged without at: %d, want 2", len(got))
+	}
+	for range 2 { // and again: nothing to do
+		if err := Setup(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !hasAt() {
+		t.Fatal("Setup did not add at to a log without it")
+	}
+	if got := timed(writes...); !slices.Equal(got, []bool{true, true}) {
+		t.Fatalf("rows timed after the migration: %v, want both", got)
 	}
 }

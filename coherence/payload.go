@@ -18,22 +18,25 @@ import (
 // A payload without "v" is version 1: relays from before the field
 // published it so.
 //
-// A fence payload may also carry "a", the relay's time when it took the
-// fences from the log, by PostgreSQL's clock, in unix microseconds:
+// A fence payload may also carry "a", the commit-ish time of its fences
+// by PostgreSQL's clock, in unix microseconds:
 //
 //	{"v":1,"t":"schema.table","k":[…],"a":1764621296123456}
 //
+// It is the earliest time the trigger logged one of the notification's
+// fences (the log's at column, clock_timestamp() as the row was written):
+// before that write's commit, by as long as the rest of its transaction
+// took. So a commit-to-push lag measured from it is never shorter than the
+// true one. Fences logged without a time (a log or a C trigger from before
+// the column, attach.go) get the time the relay took them from the log
+// instead (the DELETE's statement_timestamp(), after their commit, by up
+// to a relay interval plus the drain).
+//
 // It is an addition within version 1, not a new version: it only informs
-// (CLIENT TRACKING's commit-to-push lag, backends.Outside.At), and every
-// reader so far, before "v" and since, decodes the payload with
-// encoding/json into a struct, which skips a field it does not know; a
-// reader that meets a payload without it (an older relay) has no time.
-// It is the DELETE's statement_timestamp(): every fence in the
-// notification was committed before it (the DELETE sees committed rows
-// only), and it is later than the commits by the time the fences waited in
-// the log, up to a relay interval (DefaultRelayInterval idle, relayBusyFactor
-// times that under steady writes) plus the drain. So a lag measured from it
-// leaves that wait out.
+// (CLIENT TRACKING's lag, backends.Outside.At), and every reader so far,
+// before "v" and since, decodes the payload with encoding/json into a
+// struct, which skips a field it does not know (TestPayloadTime); a reader
+// that meets a payload without it (an older relay) has no time.
 //
 // A reader meets a version newer than its own while instances of two
 // builds share a database: the relay is whichever instance holds the relay
