@@ -174,8 +174,9 @@ func (n *notifier) close() {
 // the route stores them; several removed together come in one Outside.
 func (s *Store) Notify(fn func(backends.Outside)) (cancel func()) { return s.notes.subscribe(fn) }
 
-// Watching is always true: every expiry and eviction is seen.
-func (s *Store) Watching() bool { return true }
+// Watching is always true for a route's store: every expiry and eviction
+// is seen. (A Scratch has no notifier: it is no route's.)
+func (s *Store) Watching() bool { return s.notes != nil }
 
 // expired frees k's item, found expired by a read, while someone listens,
 // so they hear of it now rather than from the sweeper (Redis removes a key
