@@ -35,8 +35,7 @@ import (
 // sees W.
 //
 // A route's keys are remembered only while its backend can report every
-// change: it is a Notifier that is Watching, or (until the memory store is
-// a Notifier) a SoleWriter. A Notifier stops Watching when it loses its
+// change: it is a Notifier that is Watching. A Notifier stops Watching when it loses its
 // source (the LISTEN connection, the Valkey connection); it must turn
 // Watching false before it sends the Outside with Lost, which drops
 // everything its route served. trackRead checks Watching after it has

@@ -165,9 +165,9 @@ func reaches(p string, r *route.Route) bool {
 // trackRead runs before a read command reads: for a client that may cache
 // what it reads (BCAST, or default mode not opted out of this read), it
 // registers the keys in default mode, and bounces the keys no backend
-// reports the changes of: those of a route that is not a Notifier (nor,
-// until the memory store is one, a SoleWriter), and those of a Notifier
-// that is not Watching, checked after the registration (tracking.go).
+// reports the changes of: those of a route that is not a Notifier, and
+// those of a Notifier that is not Watching, checked after the
+// registration (tracking.go).
 func (c *conn) trackRead(cmd *command, args [][]byte) {
 	st := c.track
 	if st == nil || cmd.kind != kindRead {
@@ -194,10 +194,6 @@ func (c *conn) trackRead(cmd *command, args [][]byte) {
 			watched = append(watched, watchedKey{k, n})
 			continue
 		}
-		if _, ok := backends.As[soleWriter](r.Backend); ok {
-			seen = append(seen, k)
-			continue
-		}
 		unseen = append(unseen, k)
 	}
 	if remember && len(seen) > 0 {
@@ -216,13 +212,6 @@ func (c *conn) trackRead(cmd *command, args [][]byte) {
 	clear(watched)
 	c.trackKeys, c.unseenKeys, c.watched = seen[:0], unseen[:0], watched[:0]
 }
-
-// soleWriter is backends.SoleWriter, spelled here so that its removal
-// from backends does not break this build.
-//
-// TODO(issue 18): remove with backends.SoleWriter, once the memory store
-// is a Notifier.
-type soleWriter interface{ SoleWriter() }
 
 // trackScratch is trackRead's, reused from read to read.
 type trackScratch struct {

@@ -361,7 +361,7 @@ func TestValkeyGoClientSideCache(t *testing.T) {
 	}
 }
 
-// unseenBackend hides a memory store's SoleWriter, as a backend others
+// unseenBackend hides a memory store's Notifier, as a backend others
 // may write (PostgreSQL, Valkey) has none.
 type unseenBackend struct{ backends.Backend }
 
