@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -127,6 +128,26 @@ type Notifier interface {
 	// connection gone): an Outside with Lost was sent when it went false.
 	Watching() bool
 }
+
+// ReadNotWatched is how a Notifier that is Watching says that it served a
+// read it will not report later changes of (Valkey answers a refetch,
+// PTTL, EXISTS or a transaction's reads on a connection it does not track):
+// the caller that marked ctx (WatchReads) tells its reader to drop the
+// keys of that read right after the reply, as for a backend that is no
+// Notifier. Other readers of the keys are not concerned: what they read
+// was watched.
+func ReadNotWatched(ctx context.Context) {
+	if m, ok := ctx.Value(notWatchedKey{}).(*atomic.Bool); ok {
+		m.Store(true)
+	}
+}
+
+// WatchReads returns ctx marked so that ReadNotWatched sets m.
+func WatchReads(ctx context.Context, m *atomic.Bool) context.Context {
+	return context.WithValue(ctx, notWatchedKey{}, m)
+}
+
+type notWatchedKey struct{}
 
 // Outside is one report of a Notifier: a change made outside its methods.
 type Outside struct {

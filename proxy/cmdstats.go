@@ -137,9 +137,15 @@ func (c *conn) call(cmd *command, args [][]byte) {
 		start = time.Now()
 	}
 	if c.track != nil {
+		if c.held == nil {
+			c.notWatched.Store(false)
+		}
 		c.trackRead(cmd, args)
 	}
 	cmd.fn(c, args)
+	if c.track != nil {
+		c.bounceNotWatched(cmd, args)
+	}
 	st := &cmd.stats
 	if timed {
 		st.nanos.Add(int64(time.Since(start)))

@@ -85,7 +85,7 @@ type conn struct {
 // clients AUTH, not those already served.
 func newConn(s *Server, nc net.Conn, id int64) *conn {
 	c := &conn{s: s, nc: nc, id: id, proto: 2, authed: !s.users.Load().RESP()}
-	c.ctx, c.cancel = context.WithCancel(context.WithValue(s.ctx, writerKey{}, c))
+	c.ctx, c.cancel = context.WithCancel(backends.WatchReads(context.WithValue(s.ctx, writerKey{}, c), &c.notWatched))
 	c.push.proto.Store(2)
 	c.initSeen()
 	return c

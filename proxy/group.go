@@ -129,6 +129,9 @@ func (c *conn) endGroup() {
 	if timed {
 		start = time.Now()
 	}
+	if c.track != nil {
+		c.notWatched.Store(false)
+	}
 	switch {
 	case g.op == groupGet && len(g.reads) == 1 && g.reads[0] == 0:
 		v, ok, err := g.r.Backend.Get(c.ctx, g.keys[0])
@@ -142,6 +145,9 @@ func (c *conn) endGroup() {
 	}
 	if timed || c.errs != errs {
 		c.groupDone(g, errs, start, timed)
+	}
+	if c.track != nil && g.op == groupGet && c.notWatched.Load() {
+		c.bounceGroup(g)
 	}
 	clear(g.keys)
 	clear(g.pairs)
@@ -221,4 +227,18 @@ func (c *conn) setOne(r *route.Route, p backends.KV) {
 		return
 	}
 	c.writeOK()
+}
+
+// bounceGroup bounces the keys of a read run a backend marked as not
+// watched (bounceNotWatched), in each spelling the route answers to.
+func (c *conn) bounceGroup(g *group) {
+	keys := c.unseenKeys[:0]
+	for _, k := range g.keys {
+		for _, p := range g.r.Prefixes {
+			keys = append(keys, []byte(p+k))
+		}
+	}
+	c.s.tracking.bounce(c, keys)
+	clear(keys)
+	c.unseenKeys = keys[:0]
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
@@ -217,6 +218,23 @@ func (c *conn) trackRead(cmd *command, args [][]byte) {
 type trackScratch struct {
 	trackKeys, unseenKeys [][]byte
 	watched               []watchedKey
+	// notWatched is set by a backend that served a read it will not
+	// report the changes of (backends.ReadNotWatched; c.ctx carries it).
+	notWatched atomic.Bool
+}
+
+// bounceNotWatched runs after a command: when a backend marked one of its
+// reads as not watched, the read's keys are bounced for c alone. Inside
+// an atomic run (EXEC, a script) the mark, set when the run loaded its
+// keys, holds for every command of the run; the command that began it
+// clears it first.
+func (c *conn) bounceNotWatched(cmd *command, args [][]byte) {
+	if !c.notWatched.Load() || cmd.kind != kindRead {
+		return
+	}
+	if keys, bad := keysOf(cmd, args); bad == "" && len(keys) > 0 {
+		c.s.tracking.bounce(c, keys)
+	}
 }
 
 type watchedKey struct {

@@ -33,6 +33,7 @@ type tableShape struct {
 	pk                     []column // the primary key columns, in key order
 	get, getDel            string   // $1..$n: the key columns as text
 	mget, exists, del      string   // $1..$n: arrays of the key columns as text
+	lockMany               string   // as mget, the rows locked FOR UPDATE in key order
 	upsert, insert, update string   // $1: the row as JSON, key columns set from the key
 }
 

@@ -45,6 +45,7 @@ func buildTableShape(rel relation) *tableShape {
 	sh.get = fmt.Sprintf(`SELECT row_to_json(t)::text FROM %s AS t WHERE %s`, t, byParams)
 	sh.getDel = fmt.Sprintf(`DELETE FROM %s AS t WHERE %s RETURNING row_to_json(t)::text`, t, byParams)
 	sh.mget = fmt.Sprintf(`SELECT k.i, row_to_json(t)::text FROM %s JOIN %s AS t ON %s`, keys, t, byKeys)
+	sh.lockMany = sh.mget + ` ORDER BY k.i FOR UPDATE OF t`
 	sh.exists = fmt.Sprintf(`SELECT count(*) FROM %s JOIN %s AS t ON %s`, keys, t, byKeys)
 	sh.del = fmt.Sprintf(`WITH d AS (DELETE FROM %s AS t USING %s WHERE %s RETURNING 1) SELECT count(*) FROM d`, t, keys, byKeys)
 

@@ -38,6 +38,9 @@ func (s *Store) Atomically(ctx context.Context, keys []string, fn func(tx backen
 	}
 	defer done()
 	run := watchedRun{keys: keys, ks: s.keys(keys), fn: fn}
+	if s.d.cache.listened() {
+		backends.ReadNotWatched(ctx) // the dedicated connection's reads: see notify.go
+	}
 	if c.cluster && !oneSlot(c, run.ks) {
 		return errCrossSlot
 	}

@@ -32,10 +32,11 @@ import (
 // Every stale value served is followed by a report naming its key.
 //
 // Reads the server does not track: the refetch of a read that a write
-// of this process fenced (clientcache.go), and EXISTS, TTL and EXPIRETIME,
-// which go uncached. While someone listens, their keys are reported at
-// once, after the read: a tracking client drops what they returned, as it
-// does for a backend that is not a Notifier.
+// of this process fenced (clientcache.go), EXISTS, TTL and EXPIRETIME,
+// which go uncached, and an atomic run's reads, on a dedicated connection
+// (valkey-go's DoCache is itself MULTI, PTTL, GET, EXEC). While someone
+// listens they are marked backends.ReadNotWatched: the reader alone drops
+// what they returned, as from a backend that is not a Notifier.
 
 // notes are the subscribers of a driver's client cache.
 type notes struct {
@@ -166,13 +167,5 @@ func (s *Store) Notify(fn func(backends.Outside)) (cancel func()) {
 // Watching reports whether the client cache is on and a connection to the
 // server is up (its reads are tracked).
 func (s *Store) Watching() bool { return s.d.cache.watching() }
-
-// untracked reports keys (as the server stores them) that a read returned
-// without the server tracking them, while someone listens.
-func (s *Store) untracked(keys ...string) {
-	if s.d.cache.listened() {
-		s.d.cache.tell(keys, false, false)
-	}
-}
 
 var _ backends.Notifier = (*Store)(nil)

@@ -1,7 +1,9 @@
 package valkey
 
 import (
+	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,8 +47,8 @@ func keysAre(ks ...string) func(backends.Outside) bool {
 
 // TestNotifyInvalidations: with a client cache, a key read through it and
 // then changed by another client is reported with the route's key; a
-// flush by another client is All; a read the server does not track (TTL)
-// is reported at once; the connections killed are Lost, and Watching is
+// flush by another client is All; a read the server does not track (TTL,
+// an atomic run) is marked for its reader, not reported; the connections killed are Lost, and Watching is
 // true again once a read has reconnected. Another route of the driver
 // hears of none of the first route's keys.
 func TestNotifyInvalidations(t *testing.T) {
@@ -74,17 +76,34 @@ func TestNotifyInvalidations(t *testing.T) {
 		t.Fatalf("GET k after the report = %q, want v2", v)
 	}
 
-	// TTL is not tracked by the server: reported as it returns.
-	if _, err := s.TTL(ctx, "t"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case o := <-r:
-		if !keysAre("t")(o) {
-			t.Fatalf("after TTL: %+v, want key t", o)
+	// TTL and an atomic run's reads are not tracked by the server: the
+	// read is marked for its reader, and nobody else is told.
+	for what, read := range map[string]func(ctx context.Context) error{
+		"TTL": func(ctx context.Context) error { _, err := s.TTL(ctx, "t"); return err },
+		"an atomic run": func(ctx context.Context) error {
+			return s.Atomically(ctx, []string{"t"}, func(tx backends.Backend) error {
+				_, _, err := tx.Get(ctx, "t")
+				return err
+			})
+		},
+	} {
+		var mark atomic.Bool
+		if err := read(backends.WatchReads(ctx, &mark)); err != nil {
+			t.Fatal(err)
 		}
-	default:
-		t.Fatal("TTL's key not reported when it returned")
+		if !mark.Load() {
+			t.Fatalf("%s: the read was not marked as not watched", what)
+		}
+		select {
+		case o := <-r:
+			t.Fatalf("%s: reported %+v", what, o)
+		default:
+		}
+	}
+	var mark atomic.Bool
+	mustGet(t, s, "k") // cached: watched
+	if _, _, err := s.Get(backends.WatchReads(ctx, &mark), "k"); err != nil || mark.Load() {
+		t.Fatalf("a cached GET: %v, marked %v", err, mark.Load())
 	}
 
 	mustGet(t, s, "k")
