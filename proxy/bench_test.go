@@ -71,6 +71,8 @@ func BenchmarkDispatch(b *testing.B) {
 		{"SET", encode("SET", "bench:key", val), "+OK\r\n"},
 		{"MGET", encode("MGET", "bench:key", "pg:bench:key"), "*2\r\n$64\r\n" + val + "\r\n$-1\r\n"},
 		{"inline-GET", "GET bench:key\r\n", "$64\r\n" + val + "\r\n"},
+		{"MULTI-10SET-EXEC", multiSets(10, val), "+OK\r\n" + strings.Repeat("+QUEUED\r\n", 10) +
+			"*10\r\n" + strings.Repeat("+OK\r\n", 10)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			nc, peer := net.Pipe()
@@ -100,4 +102,13 @@ func BenchmarkDispatch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// multiSets is a transaction of n SETs of distinct keys to val.
+func multiSets(n int, val string) string {
+	req := encode("MULTI")
+	for i := range n {
+		req += encode("SET", "bench:tx:"+strconv.Itoa(i), val)
+	}
+	return req + encode("EXEC")
 }

@@ -75,7 +75,15 @@ type opMetrics struct {
 
 // instrumented wraps a route's backend with its metrics and value limit.
 type instrumented struct {
-	b            backends.Backend
+	*meter
+	b backends.Backend
+	// deferred, inside an atomic run, collects the keys written: they are
+	// reported once the run has committed, when a reader can see them.
+	deferred *[]string
+}
+
+// meter is what a route's wrapper and the views of its atomic runs share.
+type meter struct {
 	route        string
 	maxValue     int64
 	m            *Metrics
@@ -84,17 +92,15 @@ type instrumented struct {
 	hits, misses prometheus.Counter
 	watch        *watchTable // told of every write's keys, for WATCH
 	r            *Route      // its notifier is told of every write (notify.go)
-	// deferred, inside an atomic run, collects the keys written: they are
-	// reported once the run has committed, when a reader can see them.
-	deferred *[]string
+	views        sync.Pool   // of *runView, reused by Atomically
 }
 
 func instrument(r *Route, m *Metrics) backends.Backend {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	in := &instrumented{b: r.Backend, route: r.Name, maxValue: r.MaxValueBytes, m: m,
-		updates: new(sync.Map), watch: r.watch, r: r}
+	in := &instrumented{b: r.Backend, meter: &meter{route: r.Name, maxValue: r.MaxValueBytes, m: m,
+		updates: new(sync.Map), watch: r.watch, r: r}}
 	for op := range numOps {
 		in.ops[op] = in.series(opNames[op])
 	}
@@ -103,7 +109,7 @@ func instrument(r *Route, m *Metrics) backends.Backend {
 	return in
 }
 
-func (in *instrumented) series(op string) opMetrics {
+func (in *meter) series(op string) opMetrics {
 	return opMetrics{
 		ok:      in.m.requests.WithLabelValues(in.route, op, "ok"),
 		failed:  in.m.requests.WithLabelValues(in.route, op, "error"),
@@ -261,19 +267,44 @@ func (in *instrumented) Atomically(ctx context.Context, keys []string, fn func(t
 	if !ok {
 		return fmt.Errorf("route %s: transactions and scripts: %w", in.route, backends.ErrUnsupported)
 	}
-	var written []string
-	err := a.Atomically(ctx, keys, func(tx backends.Backend) error {
-		w := *in
-		w.b = tx
-		w.deferred = &written
-		return fn(&w)
-	})
+	v, _ := in.views.Get().(*runView)
+	if v == nil {
+		v = &runView{}
+		v.call = v.run
+	}
+	v.instrumented = instrumented{meter: in.meter, deferred: &v.written}
+	v.fn = fn
+	err := a.Atomically(ctx, keys, v.call)
 	// Reported whether or not the run committed: a write that did not
 	// happen costs a reader one needless invalidation, never a stale value.
-	for _, k := range written {
+	for _, k := range v.written {
 		in.wrote(ctx, k)
 	}
+	clear(v.written)
+	v.instrumented, v.fn, v.written = instrumented{}, nil, v.written[:0]
+	if cap(v.written) > 1024 {
+		v.written = nil
+	}
+	in.views.Put(v)
 	return err
+}
+
+// runView is the wrapper of one atomic run's tx, with what the run wrote.
+// Views are pooled: one per run was an allocation of the whole wrapper,
+// and of the function handed to the backend.
+type runView struct {
+	instrumented
+	written []string
+	fn      func(tx backends.Backend) error // the caller's
+	call    func(tx backends.Backend) error // v.run, bound once
+}
+
+// run is the function the backend runs with the tx: fn, on its wrapper.
+// A backend may run it again (a retried PostgreSQL transaction): the
+// writes of every try are reported.
+func (v *runView) run(tx backends.Backend) error {
+	v.b = tx
+	return v.fn(&v.instrumented)
 }
 
 // wrote reports a write of key once a reader can see it: now, or at the
