@@ -205,6 +205,7 @@ type memTx struct {
 	declared []string
 	undo     []saved // what each written key held before the run
 	idx      []int   // the stripes the run holds, in order
+	next     int     // where declares looks first
 }
 
 type saved struct {
@@ -216,7 +217,7 @@ type saved struct {
 // a large run are dropped too, so the pool keeps only small ones.
 func (t *memTx) reset() *memTx {
 	clear(t.undo)
-	t.declared, t.undo, t.idx = nil, t.undo[:0], t.idx[:0]
+	t.declared, t.undo, t.idx, t.next = nil, t.undo[:0], t.idx[:0], 0
 	if cap(t.undo) > maxPooledKeys {
 		t.undo = nil
 	}
@@ -230,11 +231,29 @@ const maxPooledKeys = 256
 
 func (t *memTx) check(keys ...string) error {
 	for _, k := range keys {
-		if !slices.Contains(t.declared, k) {
+		if !t.declares(k) {
 			return fmt.Errorf("%w: %q", backends.ErrUndeclaredKey, k)
 		}
 	}
 	return nil
+}
+
+// declares reports whether the run declared k. A transaction declares its
+// keys in the order its commands then write them, so the search starts
+// where the last one ended: one comparison a key, not half the list.
+func (t *memTx) declares(k string) bool {
+	n := len(t.declared)
+	for i := range n {
+		j := t.next + i
+		if j >= n {
+			j -= n
+		}
+		if t.declared[j] == k {
+			t.next = j + 1
+			return true
+		}
+	}
+	return false
 }
 
 // save keeps what k holds before the run first writes it, read without
