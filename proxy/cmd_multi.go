@@ -67,8 +67,8 @@ type watched struct {
 // key of route of get as instead, whose Backend is the run's tx.
 //
 // A connection runs one at a time, so it keeps one, and the function the
-// backend runs (fn) is bound once: a run of a few SETs used to allocate
-// the route's copy, this struct and two closures.
+// backend runs (fn) is bound once: a transaction of a few SETs allocates
+// nothing but what the SETs store.
 type atomicRun struct {
 	of   *route.Route
 	as   route.Route                      // *of, with the run's tx as Backend

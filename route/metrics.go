@@ -135,9 +135,9 @@ func (o *opMetrics) observe(start time.Duration, err error) {
 // epoch is where mono counts from.
 var epoch = time.Now()
 
-// mono reads the monotonic clock alone, for latencies: time.Now reads the
-// wall clock too, and a read of the clock is not cheap on every machine
-// (docs/performance.md), and every backend call takes two.
+// mono reads the monotonic clock alone, which is all a latency needs:
+// time.Now reads the wall clock too. A read of the clock is not cheap on
+// every machine (docs/performance.md), and every backend call takes two.
 func mono() time.Duration { return time.Since(epoch) }
 
 func (in *instrumented) lookup(found bool) {
