@@ -31,7 +31,10 @@ type tx struct {
 	multi      *multiState // inside MULTI; nil otherwise
 	spareMulti *multiState // the last one, reused by the next MULTI
 	watches    []watched   // WATCHed keys, until EXEC, DISCARD or UNWATCH
-	held       *atomicRun  // while an EXEC or a script runs: the route it holds
+	held       *atomicRun  // while an EXEC or a script runs: &running
+	running    atomicRun   // the connection's runs, one at a time
+	execing    *multiState // the transaction EXEC's run runs
+	execFn     func()      // c.execQueued, bound once
 }
 
 type multiState struct {
@@ -41,6 +44,7 @@ type multiState struct {
 
 	bytesArena []byte   // the queued arguments' bytes (see own)
 	argsArena  [][]byte // their slices
+	keys       []string // EXEC's: the keys of the queued requests
 }
 
 type queued struct {
@@ -61,8 +65,16 @@ type watched struct {
 
 // atomicRun is a route seen through an atomic run: handlers that resolve a
 // key of route of get as instead, whose Backend is the run's tx.
+//
+// A connection runs one at a time, so it keeps one, and the function the
+// backend runs (fn) is bound once: a transaction of a few SETs allocates
+// nothing but what the SETs store.
 type atomicRun struct {
-	of, as *route.Route
+	of   *route.Route
+	as   route.Route                      // *of, with the run's tx as Backend
+	body func()                           // what the run runs, writing its replies
+	mark int                              // len(c.out) before the run's replies
+	fn   func(txb backends.Backend) error // c.runAtomic
 }
 
 // MULTI
@@ -125,7 +137,8 @@ func (c *conn) endMulti() {
 func (c *conn) recycle(m *multiState) {
 	clear(m.queued)
 	clear(m.argsArena)
-	*m = multiState{queued: m.queued[:0], bytesArena: m.bytesArena[:0], argsArena: m.argsArena[:0]}
+	clear(m.keys)
+	*m = multiState{queued: m.queued[:0], bytesArena: m.bytesArena[:0], argsArena: m.argsArena[:0], keys: m.keys[:0]}
 	if cap(m.bytesArena) <= 1<<20 && cap(m.queued) <= 1<<12 {
 		c.spareMulti = m
 	}
@@ -230,7 +243,7 @@ func cmdExec(c *conn, _ [][]byte) {
 		c.writeError(errExecAbort)
 		return
 	}
-	r, keys, bad := c.routeOf(m.queued)
+	r, keys, bad := c.routeOf(m.keys[:0], m.queued)
 	if bad != "" {
 		c.writeError(bad)
 		return
@@ -242,16 +255,27 @@ func cmdExec(c *conn, _ [][]byte) {
 	if r != nil {
 		keys = c.watchedOn(r, keys)
 	}
-	c.atomically(r, keys, func() {
-		if c.watchedChanged(true) {
-			c.writeNullArray()
-			return
-		}
-		c.writeArray(len(m.queued))
-		for _, q := range m.queued {
-			c.exec(q.cmd, q.args)
-		}
-	})
+	m.keys = keys // the buffer for the next EXEC; the run borrows them
+	if c.execFn == nil {
+		c.execFn = c.execQueued
+	}
+	c.execing = m
+	c.atomically(r, keys, c.execFn)
+	c.execing = nil
+}
+
+// execQueued is EXEC's run: the queued requests of c.execing, once no
+// watched key has changed.
+func (c *conn) execQueued() {
+	if c.watchedChanged(true) {
+		c.writeNullArray()
+		return
+	}
+	m := c.execing
+	c.writeArray(len(m.queued))
+	for _, q := range m.queued {
+		c.exec(q.cmd, q.args)
+	}
 }
 
 // watchedOn adds the keys watched on route r to keys: the run reads them.
@@ -265,11 +289,12 @@ func (c *conn) watchedOn(r *route.Route, keys []string) []string {
 }
 
 // routeOf finds the one route the keys of the queued requests are on, and
-// those keys as it stores them; r is nil when no request has a key.
-func (c *conn) routeOf(reqs []queued) (r *route.Route, keys []string, bad string) {
-	keys = make([]string, 0, len(reqs))
+// appends those keys as it stores them to keys; r is nil when no request
+// has a key.
+func (c *conn) routeOf(keys []string, reqs []queued) (r *route.Route, _ []string, bad string) {
+	var buf [8][]byte
 	for _, q := range reqs {
-		ks, bad := keysOf(q.cmd, q.args)
+		ks, bad := appendKeys(buf[:0], q.cmd, q.args)
 		if bad != "" {
 			return nil, nil, bad
 		}
@@ -290,22 +315,27 @@ func (c *conn) routeOf(reqs []queued) (r *route.Route, keys []string, bad string
 
 // keysOf returns the keys of a request by its command's key spec.
 func keysOf(cmd *command, args [][]byte) ([][]byte, string) {
+	return appendKeys(nil, cmd, args)
+}
+
+// appendKeys is keysOf appending to dst, which a command with movable keys
+// does not use.
+func appendKeys(dst [][]byte, cmd *command, args [][]byte) ([][]byte, string) {
 	if cmd.movable != nil {
 		return cmd.movable(args)
 	}
 	ks := cmd.keys
 	if ks.first == 0 {
-		return nil, ""
+		return dst, ""
 	}
 	last := ks.last
 	if last < 0 {
 		last += len(args)
 	}
-	var keys [][]byte
 	for i := ks.first; i <= last && i < len(args); i += ks.step {
-		keys = append(keys, args[i])
+		dst = append(dst, args[i])
 	}
-	return keys, ""
+	return dst, ""
 }
 
 // atomically runs body as one atomic run of route r over keys, with the
@@ -322,18 +352,16 @@ func (c *conn) atomically(r *route.Route, keys []string, body func()) {
 		c.writeError("ERR route " + r.Name + " does not run transactions or scripts")
 		return
 	}
+	run := &c.running
+	if run.fn == nil {
+		run.fn = c.runAtomic
+	}
 	mark := len(c.out)
+	run.of, run.body, run.mark = r, body, mark
 	c.holdOutput++
 	defer func() { c.holdOutput-- }()
-	err := a.Atomically(c.ctx, keys, func(txb backends.Backend) error {
-		c.out = c.out[:mark]
-		as := *r
-		as.Backend = txb
-		c.held = &atomicRun{of: r, as: &as}
-		defer func() { c.held = nil }()
-		body()
-		return nil
-	})
+	err := a.Atomically(c.ctx, keys, run.fn)
+	run.of, run.as, run.body = nil, route.Route{}, nil
 	if err != nil {
 		c.out = c.out[:mark]
 		if errors.Is(err, backends.ErrUnsupported) {
@@ -342,4 +370,17 @@ func (c *conn) atomically(r *route.Route, keys []string, body func()) {
 		}
 		c.backendErr(r, err)
 	}
+}
+
+// runAtomic is what an atomic run runs with its tx: c.running's body, with the
+// handlers' keys of its route resolved to the run's view of it.
+func (c *conn) runAtomic(txb backends.Backend) error {
+	run := &c.running
+	c.out = c.out[:run.mark]
+	run.as = *run.of
+	run.as.Backend = txb
+	c.held = run
+	defer func() { c.held = nil }()
+	run.body()
+	return nil
 }

@@ -74,7 +74,7 @@ func (c *conn) runScript(args [][]byte, run func(script.Caller, [][]byte) script
 	}
 	c.holdOutput++ // the script's calls swap c.out: nothing may drain it
 	defer func() { c.holdOutput-- }()
-	r, stored, bad := c.routeOf([]queued{{cmd: commands["eval"], args: args}})
+	r, stored, bad := c.routeOf(nil, []queued{{cmd: commands["eval"], args: args}})
 	if bad != "" {
 		c.writeError(bad)
 		return

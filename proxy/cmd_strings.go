@@ -362,13 +362,13 @@ func cmdMSetNX(c *conn, args [][]byte) {
 		c.writeError(errArity("msetnx"))
 		return
 	}
-	r, keys, bad := c.routeOf([]queued{{cmd: commands["msetnx"], args: args}})
+	r, keys, bad := c.routeOf(nil, []queued{{cmd: commands["msetnx"], args: args}})
 	if bad != "" {
 		c.writeError(bad)
 		return
 	}
 	c.atomically(r, keys, func() {
-		tx := c.held.as
+		tx := &c.held.as
 		n, err := tx.Backend.Exists(c.ctx, keys)
 		if err != nil {
 			c.backendErr(r, err)

@@ -500,7 +500,7 @@ func (c *conn) key(k []byte) (*route.Route, string) {
 	case r == nil:
 		c.writeError(errNoRoute(k))
 	case c.held != nil && r == c.held.of:
-		return c.held.as, stored // inside an atomic run: its view of the route
+		return &c.held.as, stored // inside an atomic run: its view of the route
 	}
 	return r, stored
 }

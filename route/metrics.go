@@ -75,7 +75,15 @@ type opMetrics struct {
 
 // instrumented wraps a route's backend with its metrics and value limit.
 type instrumented struct {
-	b            backends.Backend
+	*meter
+	b backends.Backend
+	// deferred, inside an atomic run, collects the keys written: they are
+	// reported once the run has committed, when a reader can see them.
+	deferred *[]string
+}
+
+// meter is what a route's wrapper and the views of its atomic runs share.
+type meter struct {
 	route        string
 	maxValue     int64
 	m            *Metrics
@@ -84,17 +92,15 @@ type instrumented struct {
 	hits, misses prometheus.Counter
 	watch        *watchTable // told of every write's keys, for WATCH
 	r            *Route      // its notifier is told of every write (notify.go)
-	// deferred, inside an atomic run, collects the keys written: they are
-	// reported once the run has committed, when a reader can see them.
-	deferred *[]string
+	views        sync.Pool   // of *runView, reused by Atomically
 }
 
 func instrument(r *Route, m *Metrics) backends.Backend {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	in := &instrumented{b: r.Backend, route: r.Name, maxValue: r.MaxValueBytes, m: m,
-		updates: new(sync.Map), watch: r.watch, r: r}
+	in := &instrumented{b: r.Backend, meter: &meter{route: r.Name, maxValue: r.MaxValueBytes, m: m,
+		updates: new(sync.Map), watch: r.watch, r: r}}
 	for op := range numOps {
 		in.ops[op] = in.series(opNames[op])
 	}
@@ -103,7 +109,7 @@ func instrument(r *Route, m *Metrics) backends.Backend {
 	return in
 }
 
-func (in *instrumented) series(op string) opMetrics {
+func (in *meter) series(op string) opMetrics {
 	return opMetrics{
 		ok:      in.m.requests.WithLabelValues(in.route, op, "ok"),
 		failed:  in.m.requests.WithLabelValues(in.route, op, "error"),
@@ -111,12 +117,12 @@ func (in *instrumented) series(op string) opMetrics {
 	}
 }
 
-func (in *instrumented) done(op Op, start time.Time, err error) {
+func (in *instrumented) done(op Op, start time.Duration, err error) {
 	in.ops[op].observe(start, err)
 }
 
-func (o *opMetrics) observe(start time.Time, err error) {
-	o.latency.Observe(time.Since(start).Seconds())
+func (o *opMetrics) observe(start time.Duration, err error) {
+	o.latency.Observe((mono() - start).Seconds())
 	// A value that is not a number is the client's mistake, not a
 	// backend failure.
 	if err != nil && !backends.ClientCaused(err) {
@@ -125,6 +131,14 @@ func (o *opMetrics) observe(start time.Time, err error) {
 	}
 	o.ok.Inc()
 }
+
+// epoch is where mono counts from.
+var epoch = time.Now()
+
+// mono reads the monotonic clock alone, which is all a latency needs:
+// time.Now reads the wall clock too. A read of the clock is not cheap on
+// every machine (docs/performance.md), and every backend call takes two.
+func mono() time.Duration { return time.Since(epoch) }
 
 func (in *instrumented) lookup(found bool) {
 	if found {
@@ -141,7 +155,7 @@ func (in *instrumented) tooLarge(v []byte) bool {
 }
 
 func (in *instrumented) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	start := time.Now()
+	start := mono()
 	v, ok, err := in.b.Get(ctx, key)
 	in.done(OpGet, start, err)
 	if err == nil {
@@ -151,7 +165,7 @@ func (in *instrumented) Get(ctx context.Context, key string) ([]byte, bool, erro
 }
 
 func (in *instrumented) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
-	start := time.Now()
+	start := mono()
 	n := len(dst)
 	dst, err := in.b.MGet(ctx, keys, dst)
 	in.done(OpMGet, start, err)
@@ -168,7 +182,7 @@ func (in *instrumented) Set(ctx context.Context, key string, val []byte, opts ba
 		return backends.SetResult{}, backends.ErrValueTooLarge
 	}
 	in.watch.touch(key)
-	start := time.Now()
+	start := mono()
 	res, err := in.b.Set(ctx, key, val, opts)
 	in.done(OpSet, start, err)
 	in.wrote(ctx, key)
@@ -184,7 +198,7 @@ func (in *instrumented) MSet(ctx context.Context, pairs []backends.KV) error {
 	for _, p := range pairs {
 		in.watch.touch(p.Key)
 	}
-	start := time.Now()
+	start := mono()
 	err := in.b.MSet(ctx, pairs)
 	in.done(OpMSet, start, err)
 	for _, p := range pairs {
@@ -197,7 +211,7 @@ func (in *instrumented) Del(ctx context.Context, keys []string) (int64, error) {
 	for _, k := range keys {
 		in.watch.touch(k)
 	}
-	start := time.Now()
+	start := mono()
 	n, err := in.b.Del(ctx, keys)
 	in.done(OpDel, start, err)
 	for _, k := range keys {
@@ -207,7 +221,7 @@ func (in *instrumented) Del(ctx context.Context, keys []string) (int64, error) {
 }
 
 func (in *instrumented) Exists(ctx context.Context, keys []string) (int64, error) {
-	start := time.Now()
+	start := mono()
 	n, err := in.b.Exists(ctx, keys)
 	in.done(OpExists, start, err)
 	return n, err
@@ -220,7 +234,7 @@ func (in *instrumented) Update(ctx context.Context, key string, u backends.Updat
 		s := in.series(op)
 		o, _ = in.updates.LoadOrStore(op, &s)
 	}
-	start := time.Now()
+	start := mono()
 	if in.maxValue > 0 {
 		u = limited{u, in.maxValue}
 	}
@@ -248,7 +262,7 @@ func (l limited) Apply(cur backends.Current) (backends.Change, error) {
 }
 
 func (in *instrumented) TTL(ctx context.Context, key string) (time.Duration, error) {
-	start := time.Now()
+	start := mono()
 	d, err := in.b.TTL(ctx, key)
 	in.done(OpTTL, start, err)
 	return d, err
@@ -261,19 +275,44 @@ func (in *instrumented) Atomically(ctx context.Context, keys []string, fn func(t
 	if !ok {
 		return fmt.Errorf("route %s: transactions and scripts: %w", in.route, backends.ErrUnsupported)
 	}
-	var written []string
-	err := a.Atomically(ctx, keys, func(tx backends.Backend) error {
-		w := *in
-		w.b = tx
-		w.deferred = &written
-		return fn(&w)
-	})
+	v, _ := in.views.Get().(*runView)
+	if v == nil {
+		v = &runView{}
+		v.call = v.run
+	}
+	v.instrumented = instrumented{meter: in.meter, deferred: &v.written}
+	v.fn = fn
+	err := a.Atomically(ctx, keys, v.call)
 	// Reported whether or not the run committed: a write that did not
 	// happen costs a reader one needless invalidation, never a stale value.
-	for _, k := range written {
+	for _, k := range v.written {
 		in.wrote(ctx, k)
 	}
+	clear(v.written)
+	v.instrumented, v.fn, v.written = instrumented{}, nil, v.written[:0]
+	if cap(v.written) > 1024 {
+		v.written = nil
+	}
+	in.views.Put(v)
 	return err
+}
+
+// runView is the wrapper of one atomic run's tx, with what the run wrote.
+// Views are pooled: one per run was an allocation of the whole wrapper,
+// and of the function handed to the backend.
+type runView struct {
+	instrumented
+	written []string
+	fn      func(tx backends.Backend) error // the caller's
+	call    func(tx backends.Backend) error // v.run, bound once
+}
+
+// run is the function the backend runs with the tx: fn, on its wrapper.
+// A backend may run it again (a retried PostgreSQL transaction): the
+// writes of every try are reported.
+func (v *runView) run(tx backends.Backend) error {
+	v.b = tx
+	return v.fn(&v.instrumented)
 }
 
 // wrote reports a write of key once a reader can see it: now, or at the

@@ -137,22 +137,25 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 	if s.locks == nil { // a store without locks: a scratch store, or a run's
 		return fn(s)
 	}
+	tx := s.newTx(keys)
 	// Readers take the fast path no more once active is raised, and those
 	// on it notice gen moved; both before the first write.
 	s.locks.gen.Add(1)
 	s.locks.active.Add(1)
 	defer s.locks.active.Add(-1)
-	idx := make([]int, 0, len(keys))
+	idx := tx.idx
 	for _, k := range keys {
 		idx = append(idx, s.locks.index(k))
 	}
 	slices.Sort(idx)
 	idx = slices.Compact(idx)
+	tx.idx = idx
 	for n, i := range idx {
 		if err := s.locks.stripes[i].lock(); err != nil {
 			for _, j := range idx[:n] {
 				s.locks.stripes[j].mu.Unlock()
 			}
+			s.txs.Put(tx.reset())
 			return err
 		}
 	}
@@ -169,14 +172,27 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 			st.since.Store(0)
 			st.mu.Unlock()
 		}
+		// Only now: idx is tx's, and the next run to take tx reuses it.
+		// tx is fn's for the run only, so no caller sees it again.
+		s.txs.Put(tx.reset())
 	}()
-	tx := &memTx{Store: &Store{c: s.c, sweep: s.sweep, notes: s.notes, cursors: s.cursors, moves: s.moves},
-		declared: keys, undo: make([]saved, 0, len(keys))}
 	err := fn(tx)
 	if err != nil {
 		tx.rollback()
 	}
 	return err
+}
+
+// newTx returns a run's view of s over keys, from the store's pool: a run
+// of a few keys would otherwise cost four allocations (the view, its
+// store, the stripes, the undo log) before its first write.
+func (s *Store) newTx(keys []string) *memTx {
+	tx, _ := s.txs.Get().(*memTx)
+	if tx == nil {
+		tx = &memTx{Store: &Store{c: s.c, sweep: s.sweep, notes: s.notes, cursors: s.cursors, moves: s.moves}}
+	}
+	tx.declared = keys
+	return tx
 }
 
 // memTx is an atomic run's view of a memory store: the run's keys only,
@@ -188,6 +204,8 @@ type memTx struct {
 	*Store
 	declared []string
 	undo     []saved // what each written key held before the run
+	idx      []int   // the stripes the run holds, in order
+	next     int     // where declares looks first
 }
 
 type saved struct {
@@ -195,24 +213,55 @@ type saved struct {
 	it  *item // nil: absent
 }
 
+// reset empties tx for the pool, dropping what it refers to; the slices of
+// a large run are dropped too, so the pool keeps only small ones.
+func (t *memTx) reset() *memTx {
+	clear(t.undo)
+	t.declared, t.undo, t.idx, t.next = nil, t.undo[:0], t.idx[:0], 0
+	if cap(t.undo) > maxPooledKeys {
+		t.undo = nil
+	}
+	if cap(t.idx) > maxPooledKeys {
+		t.idx = nil
+	}
+	return t
+}
+
+const maxPooledKeys = 256
+
 func (t *memTx) check(keys ...string) error {
 	for _, k := range keys {
-		if !slices.Contains(t.declared, k) {
+		if !t.declares(k) {
 			return fmt.Errorf("%w: %q", backends.ErrUndeclaredKey, k)
 		}
 	}
 	return nil
 }
 
+// declares reports whether the run declared k. A transaction declares its
+// keys in the order its commands then write them, so the search starts
+// where the last one ended: one comparison a key, not half the list.
+func (t *memTx) declares(k string) bool {
+	n := len(t.declared)
+	for i := range n {
+		j := t.next + i
+		if j >= n {
+			j -= n
+		}
+		if t.declared[j] == k {
+			t.next = j + 1
+			return true
+		}
+	}
+	return false
+}
+
 // save keeps what k holds before the run first writes it, read without
 // telling otter's policy.
 func (t *memTx) save(keys ...string) {
-next:
 	for _, k := range keys {
-		for _, u := range t.undo {
-			if u.key == k {
-				continue next
-			}
+		if t.saved(k) {
+			continue
 		}
 		var it *item
 		if e, ok := t.c.GetEntryQuietly(k); ok {
@@ -220,6 +269,16 @@ next:
 		}
 		t.undo = append(t.undo, saved{key: k, it: it})
 	}
+}
+
+// saved reports whether the undo log has k already.
+func (t *memTx) saved(k string) bool {
+	for _, u := range t.undo {
+		if u.key == k {
+			return true
+		}
+	}
+	return false
 }
 
 // rollback puts back what the run's keys held, the last written first.
@@ -273,8 +332,12 @@ func (t *memTx) Set(ctx context.Context, k string, val []byte, opts backends.Set
 	if err := t.check(k); err != nil {
 		return backends.SetResult{}, err
 	}
-	t.save(k)
-	return t.Store.Set(ctx, k, val, opts)
+	// The write returns what k held: the undo log needs no read before it.
+	res, prev := t.Store.set(k, val, opts)
+	if !t.saved(k) {
+		t.undo = append(t.undo, saved{key: k, it: prev})
+	}
+	return res, nil
 }
 
 func (t *memTx) MSet(ctx context.Context, pairs []backends.KV) error {

@@ -29,6 +29,7 @@ type Store struct {
 	moves   *sync.Mutex           // serialises the route's copies (keyspace.go)
 	release func()
 	closed  sync.Once
+	txs     sync.Pool // of *memTx: atomic runs' views (atomic.go)
 }
 
 // k is a key for a lookup: borrowed keys are fine, otter keeps none.
@@ -191,30 +192,39 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 	if err := st.lock(); err != nil {
 		return backends.SetResult{}, err
 	}
-	res, err := s.set(k, val, opts)
+	res, _ := s.set(k, val, opts)
 	st.unlock()
-	return res, err
+	return res, nil
 }
 
-// set is Set with the key's stripe held.
-func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
+// set is Set with the key's stripe held. It returns the item k held
+// before (nil: none), which an atomic run keeps to roll back to.
+func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.SetResult, *item) {
 	if opts.Cond == backends.SetAlways && !opts.Get && opts.TTL.Mode != backends.TTLKeep {
 		var exp int64
 		if opts.TTL.Mode != backends.TTLNone {
 			n := now()
 			if exp = deadline(opts.TTL, 0, n); exp <= n {
-				s.c.Invalidate(s.k(k)) // a deadline already past: stored, and gone at once
-				return backends.SetResult{Stored: true}, nil
+				// a deadline already past: stored, and gone at once
+				prev, _ := s.c.Invalidate(s.k(k))
+				return backends.SetResult{Stored: true}, prev
 			}
 		}
-		s.c.Set(s.owned(k), newItem(val, exp))
+		prev, fresh := s.c.Set(s.owned(k), newItem(val, exp))
 		s.wrote(exp)
-		return backends.SetResult{Stored: true}, nil
+		if fresh {
+			prev = nil
+		}
+		return backends.SetResult{Stored: true}, prev
 	}
 	n := now()
 	var res backends.SetResult
 	var wrote int64
+	var prev *item
 	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
+		if found {
+			prev = old
+		}
 		live := found && old.live(n)
 		if opts.Get && live {
 			res.Old, res.OldFound = old.val(), true
@@ -226,7 +236,7 @@ func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.Se
 		return put(old, live, val, opts.TTL, n, &wrote)
 	})
 	s.wrote(wrote)
-	return res, nil
+	return res, prev
 }
 
 // MSet stores every pair with no expiry. It is not atomic across keys: a
