@@ -1,0 +1,662 @@
+package frameworks
+
+// Client-side caching (CLIENT TRACKING, issue 18) with real client
+// libraries against a real pgcache: an app's own in-process cache must
+// serve repeated reads from memory and drop a value as soon as any source
+// pgcache knows of changes it.
+//
+//   - valkey-go with its default options (client-side caching on; it sends
+//     CLUSTER SLOTS first and falls back to a single server);
+//   - node-redis 5 with RESP 3 and its clientSideCache (tracking_node.js);
+//   - redis-py 4.3 in RESP2 with the REDIRECT form: a second connection
+//     subscribed to __redis__:invalidate (tracking_redispy.py).
+//
+// The route kinds are a memory route, a PostgreSQL kv table with an L1, a
+// source table with an L1 (fenced by attach: auto) and a Valkey route with
+// client_cache. The sources are another RESP client (SET, DEL), plain SQL
+// (UPDATE, DELETE, TRUNCATE), a second pgcache instance on the same
+// database and Valkey, and redis-cli straight to Valkey.
+//
+// "Served from the app's memory" is the client's own word: valkey-go's
+// IsCacheHit, node-redis's cache hit count. A route whose changes pgcache
+// does not see has each read invalidated right after its reply; a read
+// after a round trip on the same connection (which takes in every push
+// sent before it) is then not a hit, and the case fails there.
+//
+// The Node and Python programs are not run to the end as TestFrameworks'
+// are: each is an app this test drives one request at a time over its
+// stdin and stdout (JSON lines), so the changes can come from here (SQL,
+// a second pgcache, Valkey) between its reads.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/pgcache/pgcache/coherence"
+	"github.com/pgcache/pgcache/internal/testenv"
+	"github.com/pgcache/pgcache/server"
+)
+
+const (
+	// cscBound bounds every wait for a change to reach an app's cache.
+	cscBound = 20 * time.Second
+	// cscOnlineBound bounds a wait for an L1's fence listener to be
+	// online: a canary must go around first (every 3 s).
+	cscOnlineBound = 30 * time.Second
+	// agentTimeout bounds one request to a Node or Python app.
+	agentTimeout = 30 * time.Second
+	// The application_name of the instances' PostgreSQL sessions, to tell
+	// their LISTEN connections apart.
+	cscAppA, cscAppB = "pgcache-csc-a", "pgcache-csc-b"
+)
+
+// cscConfig is one instance of the client-side caching rig: a route of
+// each kind, on one PostgreSQL database and one Valkey.
+func cscConfig(dsn, vkAddr, appName string) string {
+	return fmt.Sprintf(`
+backends:
+  mem: {type: memory}
+  pg:  {type: postgres, dsn: %q, max_conns: 8, application_name: %s}
+  vk:  {type: valkey, addrs: [%q], client_cache: {ttl: 1m, max_bytes: 16MiB}}
+routes:
+  - {name: memory, prefix: "mem:", backend: mem}
+  - {name: kv, prefix: "pg:", backend: pg, table: csc_kv, l1: {max_bytes: 16MiB}}
+  - {name: users, prefix: "user:", backend: pg, source_table: public.csc_users, attach: auto, l1: {max_bytes: 16MiB}}
+  - {name: valkey, prefix: "vk:", backend: vk}
+`, dsn, appName, vkAddr)
+}
+
+// routeKind is one of the rig's routes.
+type routeKind int
+
+const (
+	memRoute    routeKind = iota // mem:   memory
+	kvRoute                      // pg:    kv table csc_kv, L1
+	rowRoute                     // user:  rows of csc_users (id, name) as JSON, L1
+	valkeyRoute                  // vk:    Valkey with client_cache, stored as valkey:<key>
+)
+
+var routeKinds = []struct {
+	kind routeKind
+	name string
+}{{memRoute, "memory"}, {kvRoute, "pg-kv-l1"}, {rowRoute, "pg-source-table-l1"}, {valkeyRoute, "valkey-client-cache"}}
+
+// cscRig is two pgcache instances, a (the apps') and b (a second
+// instance), on one PostgreSQL and one Valkey.
+type cscRig struct {
+	pool     *pgxpool.Pool
+	vk       *testenv.Redis
+	a, b     *server.Server
+	other    *goredis.Client // another client of a
+	viaB     *goredis.Client // a client of b
+	redisCLI string
+	next     atomic.Int64 // fresh key numbers
+}
+
+func startCSCRig(t *testing.T) *cscRig {
+	t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatalf("redis-cli not found (%v): apt-get install redis-tools (make test-packages installs it)", err)
+	}
+	pg := testenv.Postgres(t)
+	r := &cscRig{pool: pg.Pool(t), vk: testenv.RedisFor(t), redisCLI: cli}
+	// attach: auto fences the table when pgcache starts: it must exist.
+	testenv.Exec(t, r.pool, `CREATE TABLE csc_users (id bigint PRIMARY KEY, name text NOT NULL)`)
+	r.a = startPgcacheWith(t, cscConfig(pg.DSN(), r.vk.Addr(), cscAppA))
+	r.b = startPgcacheWith(t, cscConfig(pg.DSN(), r.vk.Addr(), cscAppB))
+	r.other, r.viaB = goredisClient(t, r.a), goredisClient(t, r.b)
+	for _, c := range []*goredis.Client{r.other, r.viaB} {
+		r.waitOnline(t, c)
+	}
+	return r
+}
+
+func goredisClient(t *testing.T, s *server.Server) *goredis.Client {
+	c := goredis.NewClient(&goredis.Options{Addr: s.Addr("resp")})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// waitOnline waits, bounded, until the L1 fence listener of the instance
+// c talks to is online.
+func (r *cscRig) waitOnline(t *testing.T, c *goredis.Client) {
+	t.Helper()
+	poll(t, cscOnlineBound, "the L1 fence listener online", func() bool {
+		info, err := c.Info(context.Background(), "all").Result()
+		return err == nil && strings.Contains(info, "l1_pg_listener:online")
+	})
+}
+
+// fresh returns a key of route kind k that no case used before.
+func (r *cscRig) fresh(k routeKind) string {
+	n := r.next.Add(1)
+	switch k {
+	case memRoute:
+		return "mem:csc-" + strconv.FormatInt(n, 10)
+	case kvRoute:
+		return "pg:csc-" + strconv.FormatInt(n, 10)
+	case rowRoute:
+		return "user:" + strconv.FormatInt(n, 10)
+	default:
+		return "vk:csc-" + strconv.FormatInt(n, 10)
+	}
+}
+
+// rowKey is key as its route stores it: without the prefix.
+func rowKey(key string) string { _, k, _ := strings.Cut(key, ":"); return k }
+
+// encode is value v of key as a client writes it: a row route takes a
+// JSON object of columns.
+func encode(k routeKind, key, v string) string {
+	if k == rowRoute {
+		return fmt.Sprintf(`{"id":%s,"name":%q}`, rowKey(key), v)
+	}
+	return v
+}
+
+// matches reports whether a read (val, present) is v (absent: "" with
+// present false). A row route answers the row as JSON.
+func matches(k routeKind, v string, present bool, val string, ok bool) bool {
+	switch {
+	case !present || !ok:
+		return present == ok
+	case k == rowRoute:
+		return strings.Contains(val, fmt.Sprintf(`"name":%q`, v))
+	default:
+		return val == v
+	}
+}
+
+// seed gives key the value v, before an app reads it.
+func (r *cscRig) seed(t *testing.T, k routeKind, key, v string) {
+	t.Helper()
+	if k == rowRoute {
+		testenv.Exec(t, r.pool, `INSERT INTO csc_users VALUES ($1, $2)`, rowKey(key), v)
+		return
+	}
+	if err := r.other.Set(context.Background(), key, v, 0).Err(); err != nil {
+		t.Fatalf("SET %s: %v", key, err)
+	}
+}
+
+// source is one way a key changes: change changes key and returns what
+// the key holds after (present false: the key is gone).
+type source struct {
+	name   string
+	kinds  []routeKind
+	change func(t *testing.T, r *cscRig, k routeKind, key string) (v string, present bool)
+}
+
+var allRoutes = []routeKind{memRoute, kvRoute, rowRoute, valkeyRoute}
+var pgRoutes = []routeKind{kvRoute, rowRoute}
+
+var sources = []source{
+	{"resp-set", allRoutes, func(t *testing.T, r *cscRig, k routeKind, key string) (string, bool) {
+		return "by-other-client", r.set(t, r.other, k, key, "by-other-client")
+	}},
+	{"resp-del", allRoutes, func(t *testing.T, r *cscRig, k routeKind, key string) (string, bool) {
+		if err := r.other.Del(context.Background(), key).Err(); err != nil {
+			t.Fatalf("DEL %s: %v", key, err)
+		}
+		return "", false
+	}},
+	{"sql-update", pgRoutes, func(t *testing.T, r *cscRig, k routeKind, key string) (string, bool) {
+		if k == rowRoute {
+			testenv.Exec(t, r.pool, `UPDATE csc_users SET name = 'by-sql' WHERE id = $1`, rowKey(key))
+		} else {
+			testenv.Exec(t, r.pool, `UPDATE csc_kv SET value = 'by-sql' WHERE key = $1`, rowKey(key))
+		}
+		return "by-sql", true
+	}},
+	{"sql-delete", pgRoutes, func(t *testing.T, r *cscRig, k routeKind, key string) (string, bool) {
+		if k == rowRoute {
+			testenv.Exec(t, r.pool, `DELETE FROM csc_users WHERE id = $1`, rowKey(key))
+		} else {
+			testenv.Exec(t, r.pool, `DELETE FROM csc_kv WHERE key = $1`, rowKey(key))
+		}
+		return "", false
+	}},
+	{"sql-truncate", pgRoutes, func(t *testing.T, r *cscRig, k routeKind, key string) (string, bool) {
+		if k == rowRoute {
+			testenv.Exec(t, r.pool, `TRUNCATE csc_users`)
+		} else {
+			testenv.Exec(t, r.pool, `TRUNCATE csc_kv`)
+		}
+		return "", false
+	}},
+	{"second-pgcache", []routeKind{kvRoute, rowRoute, valkeyRoute}, func(t *testing.T, r *cscRig, k routeKind, key string) (string, bool) {
+		return "by-instance-b", r.set(t, r.viaB, k, key, "by-instance-b")
+	}},
+	{"redis-cli-to-valkey-set", []routeKind{valkeyRoute}, func(t *testing.T, r *cscRig, k routeKind, key string) (string, bool) {
+		r.valkeyCLI(t, "SET", "valkey:"+rowKey(key), "by-redis-cli")
+		return "by-redis-cli", true
+	}},
+	{"redis-cli-to-valkey-del", []routeKind{valkeyRoute}, func(t *testing.T, r *cscRig, k routeKind, key string) (string, bool) {
+		r.valkeyCLI(t, "DEL", "valkey:"+rowKey(key))
+		return "", false
+	}},
+}
+
+// set writes v to key through c.
+func (r *cscRig) set(t *testing.T, c *goredis.Client, k routeKind, key, v string) bool {
+	t.Helper()
+	if err := c.Set(context.Background(), key, encode(k, key, v), 0).Err(); err != nil {
+		t.Fatalf("SET %s: %v", key, err)
+	}
+	return true
+}
+
+// valkeyCLI runs redis-cli against the Valkey server itself.
+func (r *cscRig) valkeyCLI(t *testing.T, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.redisCLI, append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(r.vk.Port)}, args...)...)
+	cmd.Env = testenv.Env(nil, "REDISCLI_")
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.HasPrefix(string(out), "(error)") || strings.HasPrefix(string(out), "ERR") {
+		t.Fatalf("redis-cli %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// cachingApp is an app with a client-side cache, as a test sees it.
+type cachingApp interface {
+	// read reads key through the app's cache: the value (ok false:
+	// absent) and whether it came from the app's memory.
+	read(t *testing.T, key string) (val string, ok, hit bool)
+	// sync makes a round trip on the connection that reads key: the
+	// pushes pgcache sent it before are taken in when sync returns.
+	sync(t *testing.T, key string)
+}
+
+// cachedThenChanged is one case: key of route kind k is read twice, the
+// second time from the app's memory; src changes it; the app's next reads
+// return the new value, then serve it from memory again.
+func cachedThenChanged(t *testing.T, r *cscRig, app cachingApp, k routeKind, src source) {
+	key := r.fresh(k)
+	r.seed(t, k, key, "v1")
+	if v, ok, _ := app.read(t, key); !matches(k, "v1", true, v, ok) {
+		t.Fatalf("first read of %s: %q (present %v), want v1", key, v, ok)
+	}
+	app.sync(t, key)
+	if v, ok, hit := app.read(t, key); !matches(k, "v1", true, v, ok) || !hit {
+		t.Fatalf("second read of %s: %q (present %v), from the app's memory %v; want v1 from memory "+
+			"(not from memory: pgcache told the client to drop the key right after the first read, "+
+			"as it does on a route whose changes it does not see)", key, v, ok, hit)
+	}
+	want, present := src.change(t, r, k, key)
+	poll(t, cscBound, fmt.Sprintf("the app reads %s = %q (present %v) after the change", key, want, present), func() bool {
+		v, ok, _ := app.read(t, key)
+		return matches(k, want, present, v, ok)
+	})
+	poll(t, cscBound, "the new value served from the app's memory", func() bool {
+		app.sync(t, key)
+		v, ok, hit := app.read(t, key)
+		if !matches(k, want, present, v, ok) {
+			t.Fatalf("%s read as %q (present %v) after the new value was read: stale", key, v, ok)
+		}
+		return hit
+	})
+}
+
+// runCachingCases runs every source on every route kind it applies to.
+func runCachingCases(t *testing.T, r *cscRig, app cachingApp) {
+	for _, rk := range routeKinds {
+		for _, src := range sources {
+			if !containsKind(src.kinds, rk.kind) {
+				continue
+			}
+			t.Run(rk.name+"/"+src.name, func(t *testing.T) { cachedThenChanged(t, r, app, rk.kind, src) })
+		}
+	}
+}
+
+func containsKind(ks []routeKind, k routeKind) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func TestClientSideCaching(t *testing.T) {
+	env := programEnv(t)
+	r := startCSCRig(t)
+	addr := r.a.Addr("resp")
+
+	t.Run("valkey-go", func(t *testing.T) {
+		app := newValkeyGoApp(t, addr)
+		runCachingCases(t, r, app)
+		t.Run("listen-connection-killed", func(t *testing.T) { listenKilled(t, r, app) })
+	})
+	t.Run("node-redis", func(t *testing.T) {
+		runCachingCases(t, r, newNodeApp(t, env, addr))
+	})
+	t.Run("redis-py-redirect", func(t *testing.T) {
+		redirectCases(t, r, startAgent(t, "/usr/bin/python3", "tracking_redispy.py", append(env, "REDIS_URL=redis://"+addr+"/0")))
+	})
+}
+
+// valkeyGoApp is valkey-go with its default options.
+type valkeyGoApp struct{ c valkey.Client }
+
+func newValkeyGoApp(t *testing.T, addr string) valkeyGoApp {
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		t.Fatalf("valkey.NewClient with its default options: %v", err)
+	}
+	t.Cleanup(c.Close)
+	// valkey-go asked CLUSTER SLOTS first; pgcache is one server.
+	if m := c.Mode(); m != valkey.ClientModeStandalone {
+		t.Fatalf("valkey-go mode %q, want %q", m, valkey.ClientModeStandalone)
+	}
+	return valkeyGoApp{c}
+}
+
+func (a valkeyGoApp) read(t *testing.T, key string) (string, bool, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout)
+	defer cancel()
+	res := a.c.DoCache(ctx, a.c.B().Get().Key(key).Cache(), time.Minute)
+	v, err := res.ToString()
+	if valkey.IsValkeyNil(err) {
+		return "", false, res.IsCacheHit()
+	}
+	if err != nil {
+		t.Fatalf("DoCache GET %s: %v", key, err)
+	}
+	return v, true, res.IsCacheHit()
+}
+
+// sync sends PTTL key: valkey-go picks a connection by the key's slot,
+// so it travels on the connection DoCache used.
+func (a valkeyGoApp) sync(t *testing.T, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout)
+	defer cancel()
+	if err := a.c.Do(ctx, a.c.B().Pttl().Key(key).Build()).Error(); err != nil {
+		t.Fatalf("PTTL %s: %v", key, err)
+	}
+}
+
+// listenKilled: pgcache's LISTEN connection is killed while valkey-go
+// holds a kv key and a memory key (one slot: one connection, one cache)
+// in its memory. The app is told to drop everything: both become misses
+// with neither written. A plain SQL UPDATE during the outage is read
+// after it, never the value from before, and once the listener is back
+// the app caches again and a later UPDATE reaches it.
+func listenKilled(t *testing.T, r *cscRig, app valkeyGoApp) {
+	kvKey, memKey := "pg:{killed}", "mem:{killed}"
+	r.seed(t, kvRoute, kvKey, "v1")
+	r.seed(t, memRoute, memKey, "m1")
+	for _, key := range []string{kvKey, memKey} {
+		app.read(t, key)
+		app.sync(t, key)
+		if _, _, hit := app.read(t, key); !hit {
+			t.Fatalf("%s: the second read was not from the app's memory", key)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var n int
+	err := r.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query = 'LISTEN `+coherence.Channel+`' AND application_name = $1`, cscAppA).Scan(&n)
+	if err != nil || n != 1 {
+		t.Fatalf("terminate the LISTEN connection of instance a: %d terminated, %v; want 1", n, err)
+	}
+	// Nothing wrote memKey: only "drop everything" makes it a miss.
+	poll(t, cscBound, "the app's cache emptied after the LISTEN connection died", func() bool {
+		_, _, hit := app.read(t, memKey)
+		return !hit
+	})
+	if v, _, hit := app.read(t, kvKey); hit {
+		t.Errorf("%s still served from the app's memory (%q) after the drop", kvKey, v)
+	}
+	testenv.Exec(t, r.pool, `UPDATE csc_kv SET value = 'v2' WHERE key = $1`, rowKey(kvKey))
+	poll(t, cscBound, "the UPDATE made during the outage is read", func() bool {
+		v, ok, _ := app.read(t, kvKey)
+		return ok && v == "v2"
+	})
+	r.waitOnline(t, r.other)
+	poll(t, cscBound, "v2 served from the app's memory once the listener is back", func() bool {
+		app.sync(t, kvKey)
+		v, ok, hit := app.read(t, kvKey)
+		if !ok || v != "v2" {
+			t.Fatalf("%s = %q (present %v) after v2 was read: stale", kvKey, v, ok)
+		}
+		return hit
+	})
+	testenv.Exec(t, r.pool, `UPDATE csc_kv SET value = 'v3' WHERE key = $1`, rowKey(kvKey))
+	poll(t, cscBound, "an UPDATE after the reconnect reaches the app", func() bool {
+		v, ok, _ := app.read(t, kvKey)
+		return ok && v == "v3"
+	})
+}
+
+// nodeApp is node-redis 5 with RESP 3 and clientSideCache
+// (tracking_node.js), one request at a time.
+type nodeApp struct{ a *agent }
+
+func newNodeApp(t *testing.T, env []string, addr string) nodeApp {
+	return nodeApp{startAgent(t, "node", "tracking_node.js", append(env, "REDIS_URL=redis://"+addr+"/0"))}
+}
+
+func (n nodeApp) read(t *testing.T, key string) (string, bool, bool) {
+	t.Helper()
+	var rep struct {
+		Value *string `json:"value"`
+		Hit   bool    `json:"hit"`
+	}
+	n.a.call(t, map[string]any{"op": "get", "key": key}, &rep)
+	if rep.Value == nil {
+		return "", false, rep.Hit
+	}
+	return *rep.Value, true, rep.Hit
+}
+
+// sync sends PING: node-redis has one connection.
+func (n nodeApp) sync(t *testing.T, _ string) {
+	t.Helper()
+	n.a.call(t, map[string]any{"op": "ping"}, nil)
+}
+
+// redirectCases: redis-py in RESP2, tracking with REDIRECT to a second
+// connection subscribed to __redis__:invalidate. A read leaves no
+// invalidation behind (one after the read would mean the route's key is
+// dropped at once: not kept by pgcache's tracking); a change from another
+// client, or by plain SQL, sends one naming the key.
+func redirectCases(t *testing.T, r *cscRig, py *agent) {
+	for _, tc := range []struct {
+		route  routeKind
+		source string
+	}{
+		{memRoute, "resp-set"},
+		{kvRoute, "resp-set"},
+		{kvRoute, "sql-update"},
+		{rowRoute, "resp-set"},
+		{rowRoute, "sql-update"},
+		{valkeyRoute, "resp-set"},
+		{valkeyRoute, "redis-cli-to-valkey-set"},
+	} {
+		var src source
+		for _, s := range sources {
+			if s.name == tc.source {
+				src = s
+			}
+		}
+		name := routeKinds[tc.route].name + "/" + tc.source
+		t.Run(name, func(t *testing.T) {
+			key := r.fresh(tc.route)
+			r.seed(t, tc.route, key, "v1")
+			var got struct {
+				Value *string `json:"value"`
+			}
+			py.call(t, map[string]any{"op": "get", "key": key}, &got)
+			if got.Value == nil || !matches(tc.route, "v1", true, *got.Value, true) {
+				t.Fatalf("GET %s: %v, want v1", key, got.Value)
+			}
+			var pending struct {
+				Keys  []string `json:"keys"`
+				Nulls int      `json:"nulls"`
+			}
+			py.call(t, map[string]any{"op": "sync"}, &pending)
+			for _, k := range pending.Keys {
+				if k == key {
+					t.Fatalf("%s was invalidated right after the read, before any change: "+
+						"pgcache does not keep this route's keys tracked (messages: %v)", key, pending.Keys)
+				}
+			}
+			src.change(t, r, tc.route, key)
+			py.call(t, map[string]any{"op": "wait", "key": key, "timeout": cscBound.Seconds()}, nil)
+		})
+	}
+}
+
+// agent is a Node or Python app driven one request at a time: a JSON
+// object per line on its stdin, its reply a JSON object per line on its
+// stdout ({"error": …} when the request failed). It first prints
+// {"ready": true}.
+type agent struct {
+	file   string
+	stdin  io.WriteCloser
+	lines  chan []byte
+	stderr *syncBuffer
+}
+
+func startAgent(t *testing.T, interp, file string, env []string) *agent {
+	t.Helper()
+	cmd := exec.Command(interp, file)
+	cmd.Env = env
+	cmd.WaitDelay = 5 * time.Second
+	a := &agent{file: file, lines: make(chan []byte, 16), stderr: &syncBuffer{}}
+	cmd.Stderr = a.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s %s: %v", interp, file, err)
+	}
+	go func() {
+		defer close(a.lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			a.lines <- bytes.Clone(sc.Bytes())
+		}
+	}()
+	t.Cleanup(func() {
+		a.stdin.Close() // the app ends at the end of its input
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s: %v; stderr:\n%s", file, err, a.stderr)
+			}
+		case <-time.After(agentTimeout):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("%s did not end after its input was closed; stderr:\n%s", file, a.stderr)
+		}
+	})
+	var ready struct {
+		Ready bool `json:"ready"`
+	}
+	a.recv(t, &ready)
+	if !ready.Ready {
+		t.Fatalf("%s did not start", file)
+	}
+	return a
+}
+
+// call sends req and decodes the reply into rep (nil: only checked for
+// an error).
+func (a *agent) call(t *testing.T, req map[string]any, rep any) {
+	t.Helper()
+	b, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.stdin.Write(append(b, '\n')); err != nil {
+		t.Fatalf("%s: write %s: %v; stderr:\n%s", a.file, b, err, a.stderr)
+	}
+	a.recv(t, rep)
+}
+
+func (a *agent) recv(t *testing.T, rep any) {
+	t.Helper()
+	select {
+	case line, ok := <-a.lines:
+		if !ok {
+			t.Fatalf("%s ended; stderr:\n%s", a.file, a.stderr)
+		}
+		var e struct {
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("%s: reply %q: %v", a.file, line, err)
+		}
+		if e.Error != "" {
+			t.Fatalf("%s: %s", a.file, e.Error)
+		}
+		if rep != nil {
+			if err := json.Unmarshal(line, rep); err != nil {
+				t.Fatalf("%s: reply %q: %v", a.file, line, err)
+			}
+		}
+	case <-time.After(agentTimeout):
+		t.Fatalf("%s: no reply within %v; stderr:\n%s", a.file, agentTimeout, a.stderr)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a child process writes while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// poll calls cond until it is true, failing the test after bound.
+func poll(t *testing.T, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, bound)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
