@@ -17,6 +17,9 @@
 // A program prints "FAIL <program> <step>: <what>" for each failed check and
 // ends with "<program>: N checks passed, M failed"; each FAIL line is one
 // test error here.
+//
+// tracking_test.go runs client libraries' own client-side caches (valkey-go,
+// node-redis, redis-py's RESP2 redirect) against pgcache's CLIENT TRACKING.
 package frameworks
 
 import (
