@@ -373,9 +373,28 @@ func (a valkeyGoApp) read(t *testing.T, key string) (string, bool, bool) {
 		return "", false, res.IsCacheHit()
 	}
 	if err != nil {
-		t.Fatalf("DoCache GET %s: %v", key, err)
+		t.Fatalf("DoCache GET %s: %v (the same transaction by hand: %s)", key, err, a.byHand(ctx, key))
 	}
 	return v, true, res.IsCacheHit()
+}
+
+// byHand sends what DoCache sends on a miss (CLIENT CACHING YES, MULTI,
+// PTTL, GET, EXEC) as plain commands, and returns their replies: valkey-go
+// reports a failed EXEC without the server's error.
+func (a valkeyGoApp) byHand(ctx context.Context, key string) string {
+	b := a.c.B()
+	dc, cancel := a.c.Dedicate()
+	defer cancel()
+	var replies []string
+	for _, r := range dc.DoMulti(ctx, b.ClientCaching().Yes().Build(), b.Multi().Build(),
+		b.Pttl().Key(key).Build(), b.Get().Key(key).Build(), b.Exec().Build()) {
+		if err := r.Error(); err != nil {
+			replies = append(replies, err.Error())
+		} else {
+			replies = append(replies, r.String())
+		}
+	}
+	return strings.Join(replies, "; ")
 }
 
 // sync sends PTTL key: valkey-go picks a connection by the key's slot,
