@@ -97,6 +97,7 @@ type cscRig struct {
 	a, b     *server.Server
 	other    *goredis.Client // another client of a
 	viaB     *goredis.Client // a client of b
+	observer valkey.Client   // of a, for settle: no client-side cache of its own
 	redisCLI string
 	next     atomic.Int64 // fresh key numbers
 }
@@ -114,6 +115,10 @@ func startCSCRig(t *testing.T) *cscRig {
 	r.a = startPgcacheWith(t, cscConfig(pg.DSN(), r.vk.Addr(), cscAppA))
 	r.b = startPgcacheWith(t, cscConfig(pg.DSN(), r.vk.Addr(), cscAppB))
 	r.other, r.viaB = goredisClient(t, r.a), goredisClient(t, r.b)
+	if r.observer, err = valkey.NewClient(valkey.ClientOption{InitAddress: []string{r.a.Addr("resp")}, DisableCache: true}); err != nil {
+		t.Fatalf("valkey.NewClient: %v", err)
+	}
+	t.Cleanup(r.observer.Close)
 	for _, c := range []*goredis.Client{r.other, r.viaB} {
 		r.waitOnline(t, c)
 	}
@@ -185,6 +190,66 @@ func (r *cscRig) seed(t *testing.T, k routeKind, key, v string) {
 	}
 	if err := r.other.Set(context.Background(), key, v, 0).Err(); err != nil {
 		t.Fatalf("SET %s: %v", key, err)
+	}
+}
+
+// settle returns once the changes made so far to the keys of route kind
+// k have reached CLIENT TRACKING, so a notification that trails its
+// change (the fence of a write through a, which comes back from
+// PostgreSQL after the write's reply; an invalidation from Valkey) does
+// not land in the middle of a case. It reads a fresh key of that route on
+// a connection of its own with tracking on, writes the key from outside
+// (plain SQL, redis-cli) and waits for the invalidation naming it: fences
+// and Valkey's invalidations arrive in the order of their changes. On a
+// memory route every change is reported before its write returns.
+//
+// A route that invalidates every read at once passes settle at once; the
+// case fails on its own checks.
+func (r *cscRig) settle(t *testing.T, k routeKind) {
+	t.Helper()
+	if k == memRoute {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cscBound)
+	defer cancel()
+	dc, release := r.observer.Dedicate()
+	defer release()
+	invalidated := make(chan []valkey.ValkeyMessage, 64)
+	dc.SetOnInvalidations(func(keys []valkey.ValkeyMessage) {
+		select {
+		case invalidated <- keys:
+		default: // settle reads one; the others may go
+		}
+	})
+	b := r.fresh(k)
+	if err := dc.Do(ctx, dc.B().ClientTracking().On().Build()).Error(); err != nil {
+		t.Fatalf("settle: CLIENT TRACKING on: %v", err)
+	}
+	if err := dc.Do(ctx, dc.B().Get().Key(b).Build()).Error(); err != nil && !valkey.IsValkeyNil(err) {
+		t.Fatalf("settle: GET %s: %v", b, err)
+	}
+	switch k {
+	case kvRoute:
+		testenv.Exec(t, r.pool, `INSERT INTO csc_kv (key, value, expires_at) VALUES ($1, 'settle', 'infinity')`, rowKey(b))
+	case rowRoute:
+		testenv.Exec(t, r.pool, `INSERT INTO csc_users VALUES ($1, 'settle')`, rowKey(b))
+	case valkeyRoute:
+		r.valkeyCLI(t, "SET", "valkey:"+rowKey(b), "settle")
+	}
+	for {
+		select {
+		case keys := <-invalidated:
+			if keys == nil { // everything: b too
+				return
+			}
+			for _, m := range keys {
+				if s, _ := m.ToString(); s == b {
+					return
+				}
+			}
+		case <-ctx.Done():
+			t.Fatalf("settle: no invalidation of %s within %v of its change", b, cscBound)
+		}
 	}
 }
 
@@ -284,6 +349,7 @@ type cachingApp interface {
 func cachedThenChanged(t *testing.T, r *cscRig, app cachingApp, k routeKind, src source) {
 	key := r.fresh(k)
 	r.seed(t, k, key, "v1")
+	r.settle(t, k)
 	if v, ok, _ := app.read(t, key); !matches(k, "v1", true, v, ok) {
 		t.Fatalf("first read of %s: %q (present %v), want v1", key, v, ok)
 	}
@@ -292,6 +358,14 @@ func cachedThenChanged(t *testing.T, r *cscRig, app cachingApp, k routeKind, src
 		t.Fatalf("second read of %s: %q (present %v), from the app's memory %v; want v1 from memory "+
 			"(not from memory: pgcache told the client to drop the key right after the first read, "+
 			"as it does on a route whose changes it does not see)", key, v, ok, hit)
+	}
+	// Nothing changed the key: it stays in the app's memory, also once
+	// every notification sent so far has arrived.
+	r.settle(t, k)
+	app.sync(t, key)
+	if v, ok, hit := app.read(t, key); !matches(k, "v1", true, v, ok) || !hit {
+		t.Fatalf("third read of %s, with no change since the first: %q (present %v), from the app's memory %v; "+
+			"want v1 from memory (pgcache told the client to drop a key nothing changed)", key, v, ok, hit)
 	}
 	want, present := src.change(t, r, k, key)
 	poll(t, cscBound, fmt.Sprintf("the app reads %s = %q (present %v) after the change", key, want, present), func() bool {
@@ -418,6 +492,7 @@ func listenKilled(t *testing.T, r *cscRig, app valkeyGoApp) {
 	kvKey, memKey := "pg:{killed}", "mem:{killed}"
 	r.seed(t, kvRoute, kvKey, "v1")
 	r.seed(t, memRoute, memKey, "m1")
+	r.settle(t, kvRoute)
 	for _, key := range []string{kvKey, memKey} {
 		app.read(t, key)
 		app.sync(t, key)
@@ -518,6 +593,7 @@ func redirectCases(t *testing.T, r *cscRig, py *agent) {
 		t.Run(name, func(t *testing.T) {
 			key := r.fresh(tc.route)
 			r.seed(t, tc.route, key, "v1")
+			r.settle(t, tc.route)
 			var got struct {
 				Value *string `json:"value"`
 			}
@@ -529,6 +605,7 @@ func redirectCases(t *testing.T, r *cscRig, py *agent) {
 				Keys  []string `json:"keys"`
 				Nulls int      `json:"nulls"`
 			}
+			r.settle(t, tc.route) // what pgcache sent about the read has arrived
 			py.call(t, map[string]any{"op": "sync"}, &pending)
 			for _, k := range pending.Keys {
 				if k == key {
