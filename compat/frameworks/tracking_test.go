@@ -422,7 +422,10 @@ func TestClientSideCaching(t *testing.T) {
 }
 
 // valkeyGoApp is valkey-go with its default options.
-type valkeyGoApp struct{ c valkey.Client }
+type valkeyGoApp struct {
+	c     valkey.Client
+	syncs *atomic.Int64 // probe keys used by sync
+}
 
 func newValkeyGoApp(t *testing.T, addr string) valkeyGoApp {
 	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}})
@@ -434,7 +437,7 @@ func newValkeyGoApp(t *testing.T, addr string) valkeyGoApp {
 	if m := c.Mode(); m != valkey.ClientModeStandalone {
 		t.Fatalf("valkey-go mode %q, want %q", m, valkey.ClientModeStandalone)
 	}
-	return valkeyGoApp{c}
+	return valkeyGoApp{c: c, syncs: new(atomic.Int64)}
 }
 
 func (a valkeyGoApp) read(t *testing.T, key string) (string, bool, bool) {
@@ -471,15 +474,35 @@ func (a valkeyGoApp) byHand(ctx context.Context, key string) string {
 	return strings.Join(replies, "; ")
 }
 
-// sync sends PTTL key: valkey-go picks a connection by the key's slot,
-// so it travels on the connection DoCache used.
+// sync reads a fresh memory key of key's slot with DoCache: valkey-go
+// sends a cached read on the connection of its slot (Do picks one at
+// random), so the read is a round trip on the connection that read key.
+// A command on key itself could change what the case sees: a PTTL on a
+// Valkey route is a read the Valkey server does not track, which pgcache
+// reports as a change of the key.
 func (a valkeyGoApp) sync(t *testing.T, key string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout)
 	defer cancel()
-	if err := a.c.Do(ctx, a.c.B().Pttl().Key(key).Build()).Error(); err != nil {
-		t.Fatalf("PTTL %s: %v", key, err)
+	probe := fmt.Sprintf("mem:sync-%d{%s}", a.syncs.Add(1), slotPart(key))
+	res := a.c.DoCache(ctx, a.c.B().Get().Key(probe).Cache(), time.Minute)
+	if err := res.Error(); err != nil && !valkey.IsValkeyNil(err) {
+		t.Fatalf("DoCache GET %s: %v", probe, err)
 	}
+	if res.IsCacheHit() {
+		t.Fatalf("DoCache GET %s, never read before, was a hit", probe)
+	}
+}
+
+// slotPart is the part of key Redis Cluster hashes to a slot: the first
+// non-empty {hash tag}, or else the whole key.
+func slotPart(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }
 
 // listenKilled: pgcache's LISTEN connection is killed while valkey-go
