@@ -17,6 +17,9 @@
 // A program prints "FAIL <program> <step>: <what>" for each failed check and
 // ends with "<program>: N checks passed, M failed"; each FAIL line is one
 // test error here.
+//
+// tracking_test.go runs client libraries' own client-side caches (valkey-go,
+// node-redis, redis-py's RESP2 redirect) against pgcache's CLIENT TRACKING.
 package frameworks
 
 import (
@@ -202,6 +205,13 @@ routes:
   - {name: postgres, prefix: "pg:", backend: pg, table: compat_kv, l1: {max_bytes: 16MiB}}
   - {name: valkey, prefix: "vk:", backend: vk}
 `, pg.DSN(), vk.Addr())
+	return startPgcacheWith(t, yaml)
+}
+
+// startPgcacheWith runs pgcache in-process with the YAML config yaml on
+// free loopback ports, and stops it at the end of the test.
+func startPgcacheWith(t *testing.T, yaml string) *server.Server {
+	t.Helper()
 	env := []string{
 		"PGCACHE_LISTEN__RESP=127.0.0.1:0",
 		"PGCACHE_LISTEN__HTTP=127.0.0.1:0",
