@@ -1,7 +1,9 @@
 package valkey
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -38,9 +40,6 @@ func (s *Store) Atomically(ctx context.Context, keys []string, fn func(tx backen
 	}
 	defer done()
 	run := watchedRun{keys: keys, ks: s.keys(keys), fn: fn}
-	if s.d.cache.listened() {
-		backends.ReadNotWatched(ctx) // the dedicated connection's reads: see notify.go
-	}
 	if c.cluster && !oneSlot(c, run.ks) {
 		return errCrossSlot
 	}
@@ -59,7 +58,42 @@ func (s *Store) Atomically(ctx context.Context, keys []string, fn func(tx backen
 	if err != nil {
 		return s.d.fail(ctx, "atomic", err)
 	}
+	if s.d.cache.listened() {
+		s.confirmWatched(ctx, &run)
+	}
 	return run.fnErr
+}
+
+// confirmWatched makes a run's reads watched (notify.go): they were made
+// on a dedicated connection the server does not track, so each key the
+// run read and did not write is read again through the client cache,
+// which the server tracks (a hit: an entry it tracks and has not
+// invalidated yet). A later change is then reported. A value that differs
+// from the run's (changed in between), or a read that fails, marks the
+// run's reads as not watched: its reader drops them.
+func (s *Store) confirmWatched(ctx context.Context, run *watchedRun) {
+	var keys []string
+	var want [][]byte
+	for i, k := range run.keys {
+		if !slices.Contains(run.written, run.ks[i]) {
+			keys = append(keys, k)
+			want = append(want, run.state[i].Val)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	got, err := s.MGet(ctx, keys, nil)
+	if err != nil {
+		backends.ReadNotWatched(ctx)
+		return
+	}
+	for i := range keys {
+		if (got[i] == nil) != (want[i] == nil) || !bytes.Equal(got[i], want[i]) {
+			backends.ReadNotWatched(ctx)
+			return
+		}
+	}
 }
 
 // watchedRun is one Atomically call: its keys as Unique returns them and
@@ -70,6 +104,7 @@ type watchedRun struct {
 	fn       func(tx backends.Backend) error
 	fnErr    error
 	written  []string
+	state    []backends.Expiring // what the last attempt read, by keys
 }
 
 // oneSlot reports whether keys hash to one cluster slot.
@@ -122,6 +157,7 @@ func (s *Store) atomicOnce(ctx context.Context, dc valkey.DedicatedClient, run *
 			state[i] = backends.Expiring{Val: []byte(v), TTL: backends.TTLPersistent}
 		} // -2: expired after the GET, which aborts the EXEC
 	}
+	run.state = state
 	writes, fnErr := snapshot.Run(run.keys, state, start, run.fn)
 	run.fnErr = fnErr
 	cmds = append(cmds[:0], dc.B().Multi().Build())

@@ -33,10 +33,12 @@ import (
 //
 // Reads the server does not track: the refetch of a read that a write
 // of this process fenced (clientcache.go), EXISTS, TTL and EXPIRETIME,
-// which go uncached, and an atomic run's reads, on a dedicated connection
-// (valkey-go's DoCache is itself MULTI, PTTL, GET, EXEC). While someone
-// listens they are marked backends.ReadNotWatched: the reader alone drops
-// what they returned, as from a backend that is not a Notifier.
+// which go uncached. While someone listens they are marked
+// backends.ReadNotWatched: the reader alone drops what they returned, as
+// from a backend that is not a Notifier. An atomic run reads on a
+// dedicated connection (valkey-go's DoCache is itself MULTI, PTTL, GET,
+// EXEC); its keys are then read again through the client cache
+// (confirmWatched in atomic.go), and marked only if that read differs.
 
 // notes are the subscribers of a driver's client cache.
 type notes struct {

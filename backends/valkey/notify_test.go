@@ -1,7 +1,6 @@
 package valkey
 
 import (
-	"context"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -47,8 +46,9 @@ func keysAre(ks ...string) func(backends.Outside) bool {
 
 // TestNotifyInvalidations: with a client cache, a key read through it and
 // then changed by another client is reported with the route's key; a
-// flush by another client is All; a read the server does not track (TTL,
-// an atomic run) is marked for its reader, not reported; the connections killed are Lost, and Watching is
+// flush by another client is All; a read the server does not track (TTL)
+// is marked for its reader, not reported, and an atomic run's reads are
+// confirmed through the client cache; the connections killed are Lost, and Watching is
 // true again once a read has reconnected. Another route of the driver
 // hears of none of the first route's keys.
 func TestNotifyInvalidations(t *testing.T) {
@@ -76,31 +76,36 @@ func TestNotifyInvalidations(t *testing.T) {
 		t.Fatalf("GET k after the report = %q, want v2", v)
 	}
 
-	// TTL and an atomic run's reads are not tracked by the server: the
-	// read is marked for its reader, and nobody else is told.
-	for what, read := range map[string]func(ctx context.Context) error{
-		"TTL": func(ctx context.Context) error { _, err := s.TTL(ctx, "t"); return err },
-		"an atomic run": func(ctx context.Context) error {
-			return s.Atomically(ctx, []string{"t"}, func(tx backends.Backend) error {
-				_, _, err := tx.Get(ctx, "t")
-				return err
-			})
-		},
-	} {
-		var mark atomic.Bool
-		if err := read(backends.WatchReads(ctx, &mark)); err != nil {
-			t.Fatal(err)
-		}
-		if !mark.Load() {
-			t.Fatalf("%s: the read was not marked as not watched", what)
-		}
-		select {
-		case o := <-r:
-			t.Fatalf("%s: reported %+v", what, o)
-		default:
-		}
-	}
+	// TTL is not tracked by the server: the read is marked for its
+	// reader, and nobody else is told.
 	var mark atomic.Bool
+	if _, err := s.TTL(backends.WatchReads(ctx, &mark), "t"); err != nil {
+		t.Fatal(err)
+	}
+	if !mark.Load() {
+		t.Fatal("TTL: the read was not marked as not watched")
+	}
+	select {
+	case o := <-r:
+		t.Fatalf("TTL: reported %+v", o)
+	default:
+	}
+	// An atomic run's reads are confirmed through the client cache: not
+	// marked, and a later change is reported.
+	mustSet(t, s, "t", "t1")
+	mark.Store(false)
+	if err := s.Atomically(backends.WatchReads(ctx, &mark), []string{"t"}, func(tx backends.Backend) error {
+		_, _, err := tx.Get(ctx, "t")
+		return err
+	}); err != nil || mark.Load() {
+		t.Fatalf("an atomic run: %v, marked %v", err, mark.Load())
+	}
+	if err := b.Do(ctx, b.B().Set().Key(s.prefix+"t").Value("t2").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	r.next(t, "SET by another client after an atomic run read", keysAre("t"))
+
+	mark.Store(false)
 	mustGet(t, s, "k") // cached: watched
 	if _, _, err := s.Get(backends.WatchReads(ctx, &mark), "k"); err != nil || mark.Load() {
 		t.Fatalf("a cached GET: %v, marked %v", err, mark.Load())
