@@ -30,6 +30,16 @@ const minPassed = 396
 // fewer means the harness broke, not the server.
 const baselineMinPassed = 410
 
+// Issue 18's bar in unit/tracking: pgcache passed 47 of it (2026-12-01);
+// the ACL-limited redis-server passes 40. The four pgcache fails are
+// hashes, lists and blocking commands it does not have, a script reading
+// a key it did not declare, and an eviction test that needs
+// lazyfree_pending_objects and pushes inside a batch's replies.
+const (
+	trackingMinPassed         = 38
+	trackingBaselineMinPassed = 38
+)
+
 // TestRedisSuite runs Redis's own tests of issue 17's commands against
 // pgcache (the embedded default config: one memory route), started in this
 // process on free ports, and fails below minPassed. It prints every
@@ -42,22 +52,35 @@ const baselineMinPassed = 410
 // (then no minimum applies); unit/tracking is issue 18's.
 // PGCACHE_REDIS_SUITE_OUTPUT=FILE keeps runtest's raw output.
 func TestRedisSuite(t *testing.T) {
+	runSuite(t, Units17, minPassed, baselineMinPassed)
+}
+
+// TestRedisSuiteTracking is TestRedisSuite for unit/tracking, issue 18's.
+func TestRedisSuiteTracking(t *testing.T) {
+	if os.Getenv("PGCACHE_REDIS_SUITE_UNITS") != "" {
+		t.Skip("PGCACHE_REDIS_SUITE_UNITS names the units: TestRedisSuite runs them")
+	}
+	runSuite(t, []string{"unit/tracking"}, trackingMinPassed, trackingBaselineMinPassed)
+}
+
+// runSuite runs units against the target PGCACHE_REDIS_SUITE_TARGET names
+// and fails below min (pgcache) or baselineMin (redis).
+func runSuite(t *testing.T, units []string, min, baselineMin int) {
 	dir, tclsh, err := Locate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	units, subset := Units17, false
+	subset := false
 	if s := os.Getenv("PGCACHE_REDIS_SUITE_UNITS"); s != "" {
 		units, subset = strings.Fields(s), true
 	}
 	var addr, what string
-	min := minPassed
 	switch target := os.Getenv("PGCACHE_REDIS_SUITE_TARGET"); target {
 	case "", "pgcache":
 		addr, what = startPgcache(t), "pgcache"
 	case "redis":
 		r := startBaseline(t, baselineFor(units))
-		addr, what, min = r.Addr(), "ACL-limited "+redisVersion(t, r), baselineMinPassed
+		addr, what, min = r.Addr(), "ACL-limited "+redisVersion(t, r), baselineMin
 	default:
 		t.Fatalf("PGCACHE_REDIS_SUITE_TARGET=%q: want pgcache or redis", target)
 	}
