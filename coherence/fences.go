@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/pgcache/pgcache/coherence/fence"
+	"github.com/pgcache/pgcache/internal/subs"
 )
 
 // DefaultBuckets is the number of key buckets: 256Ki sequences, 2 MiB. A
@@ -70,7 +71,7 @@ type Fences struct {
 	// has been received (see Listener.Proven).
 	proven atomic.Int64
 
-	watchers watchers // the tiers told of the listener's fences (notify.go)
+	watchers subs.Set[watcher] // the tiers told of the listener's fences (notify.go)
 
 	Stats Stats
 }

@@ -1,8 +1,6 @@
 package coherence
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
@@ -36,64 +34,28 @@ type fenceNote struct {
 	at   time.Time
 }
 
-// watchers are the tiers listening to each table's fences.
-type watchers struct {
-	n      atomic.Int32 // while 0 the listener skips the lock
-	mu     sync.Mutex
-	byName map[string]map[uint64]func(fenceNote)
-	next   uint64
+// watcher is a tier listening to its table's fences.
+type watcher struct {
+	table string
+	fn    func(fenceNote)
 }
 
 // watch calls fn with each fence of table the listener records from now on,
 // and with every whole-cache fence, until cancel.
 func (f *Fences) watch(table string, fn func(fenceNote)) (cancel func()) {
-	w := &f.watchers
-	w.mu.Lock()
-	if w.byName == nil {
-		w.byName = map[string]map[uint64]func(fenceNote){}
-	}
-	id := w.next
-	w.next++
-	if w.byName[table] == nil {
-		w.byName[table] = map[uint64]func(fenceNote){}
-	}
-	w.byName[table][id] = fn
-	w.n.Add(1)
-	w.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			w.mu.Lock()
-			delete(w.byName[table], id)
-			if len(w.byName[table]) == 0 {
-				delete(w.byName, table)
-			}
-			w.n.Add(-1)
-			w.mu.Unlock()
-		})
-	}
+	return f.watchers.Add(watcher{table, fn})
 }
 
 // tell calls the watchers of table ("" for every table) with note. Call it
 // after the fence is recorded.
 func (f *Fences) tell(table string, note fenceNote) {
-	w := &f.watchers
-	if w.n.Load() == 0 {
+	if !f.watchers.Any() {
 		return
 	}
-	w.mu.Lock()
-	var fns []func(fenceNote)
-	for name, subs := range w.byName {
-		if table != "" && name != table {
-			continue
+	for _, w := range f.watchers.List(nil) {
+		if table == "" || w.table == table {
+			w.fn(note)
 		}
-		for _, fn := range subs {
-			fns = append(fns, fn)
-		}
-	}
-	w.mu.Unlock()
-	for _, fn := range fns {
-		fn(note)
 	}
 }
 

@@ -2,11 +2,11 @@ package memory
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/subs"
 )
 
 // Changes nobody asked for: a key's deadline passing and otter evicting a
@@ -36,12 +36,10 @@ const maxPending = 1 << 16
 
 // notifier is a route's subscribers and the changes queued for them.
 type notifier struct {
-	c    *cache       // set once the cache is made, before any removal
-	subs atomic.Int32 // subscribers: while 0 the hook returns at once
+	c   *cache                           // set once the cache is made, before any removal
+	fns subs.Set[func(backends.Outside)] // while empty the hook returns at once
 
 	mu       sync.Mutex
-	fns      map[uint64]func(backends.Outside)
-	nextID   uint64
 	pending  []change
 	overflow string // source of the changes dropped past maxPending, "" none
 
@@ -56,7 +54,7 @@ type change struct {
 }
 
 func newNotifier() *notifier {
-	n := &notifier{fns: map[uint64]func(backends.Outside){}, wake: make(chan struct{}, 1),
+	n := &notifier{wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go n.run()
 	return n
@@ -65,7 +63,7 @@ func newNotifier() *notifier {
 // deleted is the cache's OnAtomicDeletion. It runs under the key's bucket
 // lock: it may not call the cache, and it only queues.
 func (n *notifier) deleted(e otter.DeletionEvent[string, *item]) {
-	if n.subs.Load() == 0 {
+	if !n.fns.Any() {
 		return
 	}
 	var source string
@@ -95,28 +93,14 @@ func (n *notifier) deleted(e otter.DeletionEvent[string, *item]) {
 
 // listened reports whether anyone subscribed; a store without a notifier
 // (a Scratch) has nobody.
-func (n *notifier) listened() bool { return n != nil && n.subs.Load() != 0 }
+func (n *notifier) listened() bool { return n != nil && n.fns.Any() }
 
 // subscribe adds fn until cancel is called.
 func (n *notifier) subscribe(fn func(backends.Outside)) (cancel func()) {
 	if n == nil {
 		return func() {}
 	}
-	n.mu.Lock()
-	id := n.nextID
-	n.nextID++
-	n.fns[id] = fn
-	n.subs.Add(1)
-	n.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			n.mu.Lock()
-			delete(n.fns, id)
-			n.subs.Add(-1)
-			n.mu.Unlock()
-		})
-	}
+	return n.fns.Add(fn)
 }
 
 // run reports what deleted queued, until close.
@@ -132,11 +116,8 @@ func (n *notifier) run() {
 		n.mu.Lock()
 		batch, overflow := n.pending, n.overflow
 		n.pending, n.overflow = nil, ""
-		fns := make([]func(backends.Outside), 0, len(n.fns))
-		for _, fn := range n.fns {
-			fns = append(fns, fn)
-		}
 		n.mu.Unlock()
+		fns := n.fns.List(nil)
 		var expired, evicted []string
 		for _, ch := range batch {
 			if ch.source == "eviction" {

@@ -12,6 +12,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/pgcache/pgcache/coherence/fence"
+	"github.com/pgcache/pgcache/internal/subs"
 )
 
 // The client cache is this backend's coherent L1: GETs go through
@@ -74,7 +75,7 @@ type clientCache struct {
 	evictions atomic.Int64 // entries dropped to stay under maxBytes
 	dropped   atomic.Int64 // fills not stored because a write fenced them
 
-	notes notes // CLIENT TRACKING's subscribers (notify.go)
+	notes subs.Set[noteSub] // CLIENT TRACKING's subscribers (notify.go)
 
 	mu     sync.RWMutex
 	shards []*shard      // one per live connection

@@ -2,8 +2,6 @@ package valkey
 
 import (
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/valkey-io/valkey-go"
 
@@ -40,58 +38,26 @@ import (
 // EXEC); its keys are then read again through the client cache
 // (confirmWatched in atomic.go), and marked only if that read differs.
 
-// notes are the subscribers of a driver's client cache.
-type notes struct {
-	n    atomic.Int32 // subscribers: while 0 nothing is reported
-	mu   sync.Mutex
-	subs map[uint64]noteSub
-	next uint64
-}
-
-// noteSub is one subscriber: a route's reports, its keys without prefix.
+// noteSub is one subscriber of a driver's client cache: a route's
+// reports, its keys without prefix.
 type noteSub struct {
 	prefix string
 	fn     func(backends.Outside)
 }
 
 // listened reports whether anyone subscribed.
-func (c *clientCache) listened() bool { return c != nil && c.notes.n.Load() != 0 }
+func (c *clientCache) listened() bool { return c != nil && c.notes.Any() }
 
 // subscribe calls fn with the reports of keys under prefix (stripped), and
 // with every All and Lost, until cancel.
 func (c *clientCache) subscribe(prefix string, fn func(backends.Outside)) (cancel func()) {
-	n := &c.notes
-	n.mu.Lock()
-	if n.subs == nil {
-		n.subs = map[uint64]noteSub{}
-	}
-	id := n.next
-	n.next++
-	n.subs[id] = noteSub{prefix: prefix, fn: fn}
-	n.n.Add(1)
-	n.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			n.mu.Lock()
-			delete(n.subs, id)
-			n.n.Add(-1)
-			n.mu.Unlock()
-		})
-	}
+	return c.notes.Add(noteSub{prefix: prefix, fn: fn})
 }
 
 // tell reports keys as the server stores them to the subscribers of their
 // prefixes; with all (or lost), everything to every subscriber.
 func (c *clientCache) tell(keys []string, all, lost bool) {
-	n := &c.notes
-	n.mu.Lock()
-	subs := make([]noteSub, 0, len(n.subs))
-	for _, s := range n.subs {
-		subs = append(subs, s)
-	}
-	n.mu.Unlock()
-	for _, s := range subs {
+	for _, s := range c.notes.List(nil) {
 		if all || lost {
 			s.fn(backends.Outside{All: true, Lost: lost, Source: "valkey"})
 			continue
