@@ -46,6 +46,25 @@ type Result struct {
 	ServerProcs int     `json:"server_procs,omitempty"` // GOMAXPROCS of each child
 	FillDelay   float64 `json:"fill_delay_ms,omitempty"`
 	DurationS   float64 `json:"duration_s"`
+
+	// pgcache-csc: HitRatio is the app caches'; Entries and Stale add up
+	// the L1s' and the app caches'.
+	AppClients   int        `json:"app_clients,omitempty"`
+	AppTTL       float64    `json:"app_ttl_s,omitempty"`
+	Apps         []AppAudit `json:"apps,omitempty"`
+	L1Entries    int        `json:"l1_cached,omitempty"`
+	L1Stale      int        `json:"l1_stale,omitempty"`
+	CommitToPush *PushLag   `json:"commit_to_push,omitempty"` // pgcache's histogram, the run's share
+	ClientLag    *ClientLag `json:"commit_to_invalidation,omitempty"`
+}
+
+// AppCached and AppStale add up the app caches' audit.
+func (r *Result) AppCached() (cached, stale int) {
+	for _, a := range r.Apps {
+		cached += a.Cached
+		stale += a.Stale
+	}
+	return cached, stale
 }
 
 // run is one `pgcache bench coherence`.
@@ -80,6 +99,8 @@ func Run(ctx context.Context, o Options, stdout io.Writer) ([]Result, error) {
 		switch stack {
 		case StackPgcache:
 			sr, err = r.runPgcache(ctx)
+		case StackCSC:
+			sr, err = r.runCSC(ctx)
 		case StackCacheAside:
 			sr, err = r.runCacheAside(ctx)
 		case StackSQL:
@@ -135,7 +156,12 @@ func (r *run) stackRecord(stack string, sr *stackResult) Result {
 		h := sr.hitRatio
 		res.HitRatio = &h
 	}
-	if stack == StackPgcache {
+	if stack == StackCSC {
+		res.AppClients, res.AppTTL, res.Apps = r.o.CSCClients, r.o.CSCTTL.Seconds(), sr.apps
+		res.L1Entries, res.L1Stale = sr.l1Entries, sr.l1Stale
+		res.CommitToPush, res.ClientLag = sr.pushLag, sr.clientLag
+	}
+	if stack == StackPgcache || stack == StackCSC {
 		res.Instances, res.Server = r.o.Instances, r.o.Server
 		if r.o.Server == ServerChild {
 			res.ServerProcs = r.o.ServerProcs

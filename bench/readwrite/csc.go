@@ -1,0 +1,308 @@
+package readwrite
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/valkey-io/valkey-go"
+)
+
+// runCSC is the pgcache-csc stack: the pgcache stack's servers, route,
+// rows and writers, with readers that keep rows in their own memory:
+// valkey-go's DoCache of GET, client-side caching on (its default), each
+// app client (o.CSCClients of them, spread over the instances) with its own
+// cache, invalidated by pgcache's CLIENT TRACKING pushes. After the
+// writers stop and fences settle, the instances' L1s are audited as in
+// the pgcache stack, and so is every app client's cache: each row read
+// again with DoCache, and a value served from the app's memory that
+// differs from the row is stale.
+func (r *run) runCSC(ctx context.Context) (_ *stackResult, err error) {
+	insts, clients, stop, err := r.startInstances(ctx, StackCSC)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if serr := stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	lag := newInvalLag(r.rowPrefix(), r.o.Rows, r.o.CSCClients+r.o.cscDeaf)
+	var apps []*appClient
+	defer func() {
+		for _, a := range apps {
+			a.c.Close()
+		}
+	}()
+	for i := range r.o.CSCClients + r.o.cscDeaf {
+		a := &appClient{deaf: i >= r.o.CSCClients}
+		opt := valkey.ClientOption{
+			InitAddress:     []string{insts[i%len(insts)].Addr("resp")},
+			OnInvalidations: func(keys []valkey.ValkeyMessage) { lag.invalidated(i, keys) },
+		}
+		if a.deaf {
+			opt.NewCacheStoreFn = newDeafStore
+		}
+		if a.c, err = valkey.NewClient(opt); err != nil {
+			return nil, fmt.Errorf("app client %d: %w", i, err)
+		}
+		apps = append(apps, a)
+	}
+	read := func(ctx context.Context, reader int, id int64) (bool, error) {
+		app := reader % len(apps)
+		c := apps[app].c
+		res := c.DoCache(ctx, r.cachedGet(c, id), r.o.CSCTTL)
+		if err := res.Error(); err != nil {
+			if valkey.IsValkeyNil(err) {
+				err = fmt.Errorf("row %d: GET answered nil", id)
+			}
+			return false, err
+		}
+		hit := res.IsCacheHit()
+		if !hit {
+			lag.filled(app, id)
+		}
+		return hit, nil
+	}
+	write := lag.wrap(r.pgcacheWriter(clients))
+	if err := r.warm(ctx, read); err != nil {
+		return nil, err
+	}
+	before, _, err := scrapePushLag(ctx, insts)
+	if err != nil {
+		return nil, err
+	}
+	lag.on.Store(true)
+	res := &stackResult{load: runLoad(ctx, r.o, read, write, r.o.Progress, StackCSC)}
+	res.hitRatio = ratio(res.load.hits, res.load.reads)
+	if err := waitSettled(ctx, insts, time.Now(), r.o.SettleTimeout); err != nil {
+		return nil, err
+	}
+	after, exported, err := scrapePushLag(ctx, insts)
+	if err != nil {
+		return nil, err
+	}
+	lag.on.Store(false)
+	if res.pushLag, err = pushLagOf(before, after, exported); err != nil {
+		return nil, err
+	}
+	res.clientLag = lag.result()
+	for i, in := range insts {
+		entries, stale, err := r.auditL1(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("%s instance %d: %w", StackCSC, i, err)
+		}
+		res.l1Entries += entries
+		res.l1Stale += stale
+	}
+	if res.apps, err = r.auditApps(ctx, apps); err != nil {
+		return nil, err
+	}
+	res.entries, res.stale = res.l1Entries, res.l1Stale
+	for _, a := range res.apps {
+		res.entries += a.Cached
+		res.stale += a.Stale
+	}
+	return res, nil
+}
+
+// cachedGet is the readers' cacheable GET of row id.
+func (r *run) cachedGet(c valkey.Client, id int64) valkey.Cacheable {
+	cmd := c.B().Get().Key(r.rowKey(id)).Cache()
+	if r.o.CSCStaticTTL {
+		cmd = cmd.ToStaticTTL()
+	}
+	return cmd
+}
+
+// appClient is one application's valkey-go client, its cache its own.
+type appClient struct {
+	c    valkey.Client
+	deaf bool // its cache ignores invalidations (tests)
+}
+
+// AppAudit is what the audit found in one app client's cache.
+type AppAudit struct {
+	Cached int  `json:"cached"` // rows the audit's DoCache served from the app's memory
+	Stale  int  `json:"stale"`  // of those, values that differ from the row
+	Deaf   bool `json:"deaf,omitempty"`
+}
+
+// auditApps reads every row with DoCache from every app client, a batch
+// at a time, and compares each value served from the app's memory with
+// the row in PostgreSQL, read once per batch for all the clients. A read
+// that missed is the server's answer, audited with its L1; it fills the
+// cache, which no longer matters.
+func (r *run) auditApps(ctx context.Context, apps []*appClient) ([]AppAudit, error) {
+	out := make([]AppAudit, len(apps))
+	for i, a := range apps {
+		out[i].Deaf = a.deaf
+	}
+	ids := make([]int64, 0, auditBatch)
+	rows := make(map[int64]string, auditBatch)
+	cmds := make([]valkey.CacheableTTL, 0, auditBatch)
+	for first := int64(1); first <= int64(r.o.Rows); first += auditBatch {
+		ids, cmds = ids[:0], cmds[:0]
+		clear(rows)
+		for id := first; id < first+auditBatch && id <= int64(r.o.Rows); id++ {
+			ids = append(ids, id)
+		}
+		q, err := r.env.db.Query(ctx, rowsJSON, ids)
+		if err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+		for q.Next() {
+			var id int64
+			var row string
+			if err := q.Scan(&id, &row); err != nil {
+				q.Close()
+				return nil, fmt.Errorf("audit: %w", err)
+			}
+			rows[id] = row
+		}
+		q.Close()
+		if err := q.Err(); err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+		for i, a := range apps {
+			cmds = cmds[:0]
+			for _, id := range ids {
+				cmds = append(cmds, valkey.CT(r.cachedGet(a.c, id), r.o.CSCTTL))
+			}
+			for j, res := range a.c.DoMultiCache(ctx, cmds...) {
+				if !res.IsCacheHit() {
+					continue
+				}
+				out[i].Cached++
+				v, err := res.ToString()
+				if row, ok := rows[ids[j]]; err != nil || !ok || v != row {
+					out[i].Stale++
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// invalLag measures the lag from a writer's commit to an app client's
+// invalidation callback (valkey-go's OnInvalidations) for the row it
+// wrote, as the app sees it. The commit time is when the writer's call
+// returned, a little after the commit itself.
+//
+// An invalidation is put down to the row's last write W only when it can
+// be: W has returned (a write still under way is no time to measure
+// from), and the app client cached the row before W began (a value read
+// after that may be W's own, and its invalidation would be another's: a
+// later write's, or the bounce of a route pgcache does not track). Others
+// are counted as unattributed. Once measured, the row counts as not
+// cached, so a second invalidation of W is not measured again.
+type invalLag struct {
+	prefix     string
+	start, end []atomic.Int64   // by row: UnixNano when its last write began and returned
+	filledAt   [][]atomic.Int64 // by app and row: UnixNano when a read that missed returned
+	on         atomic.Bool
+
+	mu           sync.Mutex
+	h            *hdrhistogram.Histogram // microseconds
+	unattributed int64
+	dropAll      int64
+}
+
+func newInvalLag(prefix string, rows, apps int) *invalLag {
+	l := &invalLag{prefix: prefix,
+		start: make([]atomic.Int64, rows+1), end: make([]atomic.Int64, rows+1),
+		filledAt: make([][]atomic.Int64, apps), h: hdrhistogram.New(1, 600_000_000, 3)}
+	for i := range l.filledAt {
+		l.filledAt[i] = make([]atomic.Int64, rows+1)
+	}
+	return l
+}
+
+// wrap times w's writes.
+func (l *invalLag) wrap(w writeFunc) writeFunc {
+	return func(ctx context.Context, id int64) error {
+		l.start[id].Store(time.Now().UnixNano())
+		err := w(ctx, id)
+		if err == nil {
+			l.end[id].Store(time.Now().UnixNano())
+		}
+		return err
+	}
+}
+
+// filled notes that app's read of id missed and has returned: the value
+// is in its cache from now.
+func (l *invalLag) filled(app int, id int64) { l.filledAt[app][id].Store(time.Now().UnixNano()) }
+
+// invalidated is app's OnInvalidations.
+func (l *invalLag) invalidated(app int, keys []valkey.ValkeyMessage) {
+	if !l.on.Load() {
+		return
+	}
+	now := time.Now().UnixNano()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if keys == nil {
+		l.dropAll++
+		return
+	}
+	for _, k := range keys {
+		s, _ := k.ToString()
+		id, err := strconv.ParseInt(strings.TrimPrefix(s, l.prefix), 10, 64)
+		if err != nil || id < 1 || id >= int64(len(l.end)) {
+			l.unattributed++
+			continue
+		}
+		began, ended, filled := l.start[id].Load(), l.end[id].Load(), l.filledAt[app][id].Load()
+		if ended == 0 || began > ended || filled == 0 || filled >= began {
+			l.unattributed++
+			continue
+		}
+		l.h.RecordValue(max((now-ended)/1000, 1))
+		l.filledAt[app][id].Store(0)
+	}
+}
+
+// ClientLag is the commit-to-invalidation lag as the app clients saw it.
+type ClientLag struct {
+	Samples      int64   `json:"samples"`
+	P50ms        float64 `json:"p50_ms"`
+	P99ms        float64 `json:"p99_ms"`
+	MaxMs        float64 `json:"max_ms"`
+	Unattributed int64   `json:"unattributed"`
+	DropAll      int64   `json:"drop_all"` // "drop everything" pushes
+}
+
+func (l *invalLag) result() *ClientLag {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return &ClientLag{
+		Samples: l.h.TotalCount(),
+		P50ms:   float64(l.h.ValueAtQuantile(50)) / 1000, P99ms: float64(l.h.ValueAtQuantile(99)) / 1000,
+		MaxMs: float64(l.h.Max()) / 1000, Unattributed: l.unattributed, DropAll: l.dropAll,
+	}
+}
+
+// deafStore is a client-side cache that ignores invalidations: an app
+// whose cache the audit must find stale (tests).
+type deafStore struct{ valkey.CacheStore }
+
+func newDeafStore(valkey.CacheStoreOption) valkey.CacheStore {
+	return deafStore{valkey.NewSimpleCacheAdapter(mapCache{})}
+}
+
+func (deafStore) Delete([]valkey.ValkeyMessage) {}
+
+// mapCache is valkey.SimpleCache on a map; NewSimpleCacheAdapter locks
+// around it.
+type mapCache map[string]valkey.ValkeyMessage
+
+func (m mapCache) Get(k string) valkey.ValkeyMessage    { return m[k] }
+func (m mapCache) Set(k string, v valkey.ValkeyMessage) { m[k] = v }
+func (m mapCache) Del(k string)                         { delete(m, k) }
+func (m mapCache) Flush()                               { clear(m) }
