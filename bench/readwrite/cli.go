@@ -55,6 +55,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		// pflag returns the error without printing it (ContinueOnError).
+		fmt.Fprintf(stderr, "pgcache bench coherence: %v\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {

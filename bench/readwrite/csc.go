@@ -2,6 +2,7 @@ package readwrite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -58,8 +59,12 @@ func (r *run) runCSC(ctx context.Context) (_ *stackResult, err error) {
 		c := apps[app].c
 		res := c.DoCache(ctx, r.cachedGet(c, id), r.o.CSCTTL)
 		if err := res.Error(); err != nil {
-			if valkey.IsValkeyNil(err) {
+			switch {
+			case valkey.IsValkeyNil(err):
 				err = fmt.Errorf("row %d: GET answered nil", id)
+			case errors.Is(err, valkey.ErrDoCacheAborted):
+				// valkey-go hides the server's answer to its EXEC.
+				err = fmt.Errorf("%w (pgcache refused MULTI, PTTL, GET, EXEC on the table route; --csc-static-ttl sends GET alone)", err)
 			}
 			return false, err
 		}
