@@ -57,6 +57,7 @@ func (r *run) runCSC(ctx context.Context) (_ *stackResult, err error) {
 	read := func(ctx context.Context, reader int, id int64) (bool, error) {
 		app := reader % len(apps)
 		c := apps[app].c
+		began := time.Now()
 		res := c.DoCache(ctx, r.cachedGet(c, id), r.o.CSCTTL)
 		if err := res.Error(); err != nil {
 			switch {
@@ -70,7 +71,7 @@ func (r *run) runCSC(ctx context.Context) (_ *stackResult, err error) {
 		}
 		hit := res.IsCacheHit()
 		if !hit {
-			lag.filled(app, id)
+			lag.filled(app, id, began)
 		}
 		return hit, nil
 	}
@@ -201,15 +202,22 @@ func (r *run) auditApps(ctx context.Context, apps []*appClient) ([]AppAudit, err
 //
 // An invalidation is put down to the row's last write W only when it can
 // be: W has returned (a write still under way is no time to measure
-// from), and the app client cached the row before W began (a value read
-// after that may be W's own, and its invalidation would be another's: a
-// later write's, or the bounce of a route pgcache does not track). Others
-// are counted as unattributed. Once measured, the row counts as not
-// cached, so a second invalidation of W is not measured again.
+// from), and the value the app client had cached was read from a read
+// begun before W began (a value read after that may be W's own, and its
+// invalidation another's: a later write's, or the one pgcache sends right
+// after a read of a route it does not track). Others are counted as
+// unattributed.
+//
+// A read that missed notes when it began (filledAt) once it has returned;
+// its invalidation may have been handled before that, so a read begun
+// before the row's last invalidation notes nothing: the value it cached is
+// gone. Every invalidation clears the note, so a second one of the same
+// write is not measured again.
 type invalLag struct {
 	prefix     string
 	start, end []atomic.Int64   // by row: UnixNano when its last write began and returned
-	filledAt   [][]atomic.Int64 // by app and row: UnixNano when a read that missed returned
+	filledAt   [][]atomic.Int64 // by app and row: UnixNano when the read that cached it began; 0: none
+	invalAt    [][]atomic.Int64 // by app and row: UnixNano of its last invalidation
 	on         atomic.Bool
 
 	mu           sync.Mutex
@@ -221,9 +229,11 @@ type invalLag struct {
 func newInvalLag(prefix string, rows, apps int) *invalLag {
 	l := &invalLag{prefix: prefix,
 		start: make([]atomic.Int64, rows+1), end: make([]atomic.Int64, rows+1),
-		filledAt: make([][]atomic.Int64, apps), h: hdrhistogram.New(1, 600_000_000, 3)}
+		filledAt: make([][]atomic.Int64, apps), invalAt: make([][]atomic.Int64, apps),
+		h: hdrhistogram.New(1, 600_000_000, 3)}
 	for i := range l.filledAt {
 		l.filledAt[i] = make([]atomic.Int64, rows+1)
+		l.invalAt[i] = make([]atomic.Int64, rows+1)
 	}
 	return l
 }
@@ -240,9 +250,14 @@ func (l *invalLag) wrap(w writeFunc) writeFunc {
 	}
 }
 
-// filled notes that app's read of id missed and has returned: the value
-// is in its cache from now.
-func (l *invalLag) filled(app int, id int64) { l.filledAt[app][id].Store(time.Now().UnixNano()) }
+// filled notes that app's read of id, begun at began, missed and has
+// returned: its value is in the app's cache unless an invalidation came
+// after the read began.
+func (l *invalLag) filled(app int, id int64, began time.Time) {
+	if t := began.UnixNano(); t > l.invalAt[app][id].Load() {
+		l.filledAt[app][id].Store(t)
+	}
+}
 
 // invalidated is app's OnInvalidations.
 func (l *invalLag) invalidated(app int, keys []valkey.ValkeyMessage) {
@@ -263,13 +278,14 @@ func (l *invalLag) invalidated(app int, keys []valkey.ValkeyMessage) {
 			l.unattributed++
 			continue
 		}
-		began, ended, filled := l.start[id].Load(), l.end[id].Load(), l.filledAt[app][id].Load()
+		l.invalAt[app][id].Store(now)
+		filled := l.filledAt[app][id].Swap(0)
+		began, ended := l.start[id].Load(), l.end[id].Load()
 		if ended == 0 || began > ended || filled == 0 || filled >= began {
 			l.unattributed++
 			continue
 		}
 		l.h.RecordValue(max((now-ended)/1000, 1))
-		l.filledAt[app][id].Store(0)
 	}
 }
 
