@@ -261,30 +261,53 @@ func (l *invalLag) filled(app int, id int64, began time.Time) {
 
 // invalidated is app's OnInvalidations.
 func (l *invalLag) invalidated(app int, keys []valkey.ValkeyMessage) {
-	if !l.on.Load() {
-		return
-	}
 	now := time.Now().UnixNano()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if keys == nil {
-		l.dropAll++
+		l.invalidate(app, 0, true, now)
 		return
 	}
 	for _, k := range keys {
 		s, _ := k.ToString()
 		id, err := strconv.ParseInt(strings.TrimPrefix(s, l.prefix), 10, 64)
 		if err != nil || id < 1 || id >= int64(len(l.end)) {
-			l.unattributed++
-			continue
+			id = -1
 		}
-		l.invalAt[app][id].Store(now)
-		filled := l.filledAt[app][id].Swap(0)
-		began, ended := l.start[id].Load(), l.end[id].Load()
-		if ended == 0 || began > ended || filled == 0 || filled >= began {
-			l.unattributed++
-			continue
+		l.invalidate(app, id, false, now)
+	}
+}
+
+// invalidate handles app's invalidation of row id (-1: not a row's key;
+// all: of everything) at now. It keeps the notes while the lag is not
+// measured too (warmup, audit): a note the warmup left would be taken for
+// a later read's.
+func (l *invalLag) invalidate(app int, id int64, all bool, now int64) {
+	on := l.on.Load()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case all:
+		for i := range l.filledAt[app] {
+			l.filledAt[app][i].Store(0)
+			l.invalAt[app][i].Store(now)
 		}
+		if on {
+			l.dropAll++
+		}
+		return
+	case id < 0:
+		if on {
+			l.unattributed++
+		}
+		return
+	}
+	l.invalAt[app][id].Store(now)
+	filled := l.filledAt[app][id].Swap(0)
+	began, ended := l.start[id].Load(), l.end[id].Load()
+	switch {
+	case !on:
+	case ended == 0 || began > ended || filled == 0 || filled >= began:
+		l.unattributed++
+	default:
 		l.h.RecordValue(max((now-ended)/1000, 1))
 	}
 }

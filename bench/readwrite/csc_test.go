@@ -101,3 +101,65 @@ func TestPushLagOf(t *testing.T) {
 		t.Error("buckets that changed: no error")
 	}
 }
+
+// What the commit-to-invalidation lag measures and what it leaves out,
+// on a made-up timeline (ms): a write of row 1 at 100–102, and app 0's
+// reads and invalidations of it.
+func TestInvalLag(t *testing.T) {
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	at := func(n int64) time.Time { return time.Unix(0, ms(n)) }
+	for _, tc := range []struct {
+		name            string
+		steps           func(l *invalLag)
+		samples, unattr int64
+		p50ms           float64
+	}{
+		{"the write's invalidation", func(l *invalLag) {
+			l.filled(0, 1, at(50))
+			l.invalidate(0, 1, false, ms(105))
+		}, 1, 0, 3},
+		{"measured once", func(l *invalLag) {
+			l.filled(0, 1, at(50))
+			l.invalidate(0, 1, false, ms(105))
+			l.invalidate(0, 1, false, ms(106))
+		}, 1, 1, 3},
+		{"the value was read after the write began", func(l *invalLag) {
+			l.filled(0, 1, at(101))
+			l.invalidate(0, 1, false, ms(105))
+		}, 0, 1, 0},
+		{"pushed before the read that cached it noted it (a bounce)", func(l *invalLag) {
+			l.invalidate(0, 1, false, ms(104)) // the bounce of a read begun at 103
+			l.filled(0, 1, at(103))            // noted after it: nothing cached
+			l.start[1].Store(ms(200))
+			l.end[1].Store(ms(202))
+			l.invalidate(0, 1, false, ms(205))
+		}, 0, 2, 0},
+		{"a note left while not measuring is cleared", func(l *invalLag) {
+			l.on.Store(false)
+			l.filled(0, 1, at(10))
+			l.invalidate(0, 1, false, ms(11))
+			l.on.Store(true)
+			l.invalidate(0, 1, false, ms(105))
+		}, 0, 1, 0},
+		{"another app's cache", func(l *invalLag) {
+			l.filled(1, 1, at(50))
+			l.invalidate(0, 1, false, ms(105))
+		}, 0, 1, 0},
+		{"drop everything", func(l *invalLag) {
+			l.filled(0, 1, at(50))
+			l.invalidate(0, 0, true, ms(104))
+			l.invalidate(0, 1, false, ms(105))
+		}, 0, 1, 0},
+	} {
+		l := newInvalLag("k:", 3, 2)
+		l.start[1].Store(ms(100))
+		l.end[1].Store(ms(102))
+		l.on.Store(true)
+		tc.steps(l)
+		got := l.result()
+		if got.Samples != tc.samples || got.Unattributed != tc.unattr || math.Abs(got.P50ms-tc.p50ms) > 0.01 {
+			t.Errorf("%s: %d samples (p50 %g ms), %d unattributed; want %d (%g ms), %d",
+				tc.name, got.Samples, got.P50ms, got.Unattributed, tc.samples, tc.p50ms, tc.unattr)
+		}
+	}
+}
