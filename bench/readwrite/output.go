@@ -93,8 +93,12 @@ func cscReport(stacks []Result) []string {
 	if c.HitRatio != nil {
 		hit = fmt.Sprintf("%.3f", *c.HitRatio)
 	}
-	add("pgcache-csc: %d app clients (valkey-go DoCache, TTL %gs), app-cache hit ratio %s; audit: app caches %d cached, %d stale; L1 %d cached, %d stale",
-		c.AppClients, c.AppTTL, hit, cached, stale, c.L1Entries, c.L1Stale)
+	form := "MULTI/PTTL/GET/EXEC"
+	if c.AppStaticTTL {
+		form = "GET alone"
+	}
+	add("pgcache-csc: %d app clients (valkey-go DoCache, %s, TTL %gs), app-cache hit ratio %s; audit: app caches %d cached, %d stale; L1 %d cached, %d stale",
+		c.AppClients, form, c.AppTTL, hit, cached, stale, c.L1Entries, c.L1Stale)
 	for i, a := range c.Apps {
 		if a.Deaf {
 			add("  app client %d ignores invalidations (test): %d cached, %d stale", i, a.Cached, a.Stale)
