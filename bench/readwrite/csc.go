@@ -33,7 +33,7 @@ func (r *run) runCSC(ctx context.Context) (_ *stackResult, err error) {
 			err = serr
 		}
 	}()
-	lag := newInvalLag(r.rowPrefix(), r.o.Rows, r.o.CSCClients+r.o.cscDeaf)
+	lag := newInvalLag(r.rowPrefix, r.o.Rows, r.o.CSCClients+r.o.cscDeaf)
 	var apps []*appClient
 	defer func() {
 		for _, a := range apps {

@@ -110,10 +110,7 @@ func (r *run) startInstances(ctx context.Context, stack string) (insts []instanc
 
 // rowKey is row id's key on the table route, in its canonical spelling
 // (the one a write of the row reports to tracking clients).
-func (r *run) rowKey(id int64) string { return r.rowPrefix() + strconv.FormatInt(id, 10) }
-
-// rowPrefix is the table route's key prefix.
-func (r *run) rowPrefix() string { return "CRUD:" + r.env.database + ".public." + rowsTable + ":" }
+func (r *run) rowKey(id int64) string { return r.rowPrefix + strconv.FormatInt(id, 10) }
 
 // pgcacheWriter is the writers of the stacks through pgcache: UPDATE by
 // SQL and, with several instances, every second write a SET of the row

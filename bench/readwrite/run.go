@@ -72,6 +72,8 @@ func (r *Result) AppCached() (cached, stale int) {
 type run struct {
 	o   *Options
 	env *env
+	// rowPrefix is the table route's key prefix: CRUD:<db>.public.<table>:.
+	rowPrefix string
 }
 
 // Run runs the stacks and the write-overhead measurements and writes the
@@ -89,7 +91,7 @@ func Run(ctx context.Context, o Options, stdout io.Writer) ([]Result, error) {
 	if err := e.seed(ctx, o.Rows); err != nil {
 		return nil, err
 	}
-	r := &run{o: &o, env: e}
+	r := &run{o: &o, env: e, rowPrefix: "CRUD:" + e.database + ".public." + rowsTable + ":"}
 	var results []Result
 	for _, stack := range o.Stacks {
 		if ctx.Err() != nil {
