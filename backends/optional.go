@@ -146,9 +146,3 @@ type Outside struct {
 	// (PostgreSQL's clock for a fence); zero otherwise.
 	At time.Time
 }
-
-// SoleWriter marks a Backend that only this process writes (the memory
-// store). To be replaced by Notifier.
-type SoleWriter interface {
-	SoleWriter()
-}

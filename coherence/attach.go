@@ -50,7 +50,20 @@ const Schema = "pgcache"
 //
 // A row is a fence: tbl and a JSON array of primary keys (one column: its
 // JSON value; several: a JSON array), or tbl with NULL keys for the whole
-// table (TRUNCATE).
+// table (TRUNCATE); and at, when the trigger logged it (clock_timestamp():
+// during the write, before its commit), which the relay publishes for
+// CLIENT TRACKING's commit-to-push lag (payload.go).
+//
+// at came later than the log, and is added to a log without it here, as
+// two steps that rewrite nothing (a volatile default given with ADD COLUMN
+// would rewrite the log). Not where a C trigger of version 1.0 may run:
+// that build forms a row of two values whatever the log's columns, and
+// would read past them. So the column is added only while no 1.0 build of
+// the extension is installed on the server, and the relay reads it as NULL
+// unless it is a plausible time. The ALTER takes the log's exclusive lock
+// once: it waits at most a second for writers in flight, and leaves the
+// column for the next connect if it cannot have it, rather than stall the
+// writers queued behind it.
 const setupSQL = `
 CREATE SCHEMA IF NOT EXISTS ` + Schema + `;
 CREATE UNLOGGED TABLE IF NOT EXISTS ` + Schema + `.fence_log (
@@ -58,7 +71,24 @@ CREATE UNLOGGED TABLE IF NOT EXISTS ` + Schema + `.fence_log (
     keys jsonb
 ) WITH (autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_scale_factor = 0);
 GRANT USAGE ON SCHEMA ` + Schema + ` TO PUBLIC;
-GRANT INSERT ON ` + Schema + `.fence_log TO PUBLIC`
+GRANT INSERT ON ` + Schema + `.fence_log TO PUBLIC;
+DO $at$
+DECLARE
+  timeout text := current_setting('lock_timeout');
+BEGIN
+  IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '` + Schema + `.fence_log'::regclass AND attname = 'at' AND NOT attisdropped)
+     OR EXISTS (SELECT FROM pg_available_extensions WHERE name = '` + Extension + `' AND default_version = '1.0') THEN
+    RETURN;
+  END IF;
+  PERFORM set_config('lock_timeout', '1s', true);
+  BEGIN
+    ALTER TABLE ` + Schema + `.fence_log ADD COLUMN at timestamptz;
+    ALTER TABLE ` + Schema + `.fence_log ALTER COLUMN at SET DEFAULT clock_timestamp();
+  EXCEPTION WHEN lock_not_available THEN
+    NULL;
+  END;
+  PERFORM set_config('lock_timeout', timeout, true);
+END $at$`
 
 // fenceFunctions are a table's trigger functions, one per event, with the
 // table name and key expressions written in: no dynamic SQL and no SET

@@ -70,6 +70,8 @@ type Fences struct {
 	// has been received (see Listener.Proven).
 	proven atomic.Int64
 
+	watchers watchers // the tiers told of the listener's fences (notify.go)
+
 	Stats Stats
 }
 
@@ -153,11 +155,21 @@ func (f *Fences) FenceAll() uint64 {
 // SetOnline marks fences as being received (true) or possibly missed
 // (false). Going online records a whole-cache fence first, so nothing read
 // while fences might have been lost is ever served or stored.
+//
+// Watchers (notify.go) hear of each change once it is made: Lost when
+// fences go offline, and a whole-cache fence when they come back, which
+// drops what a client read while they were offline.
 func (f *Fences) SetOnline(on bool) {
 	if on {
 		f.FenceAll()
+		if !f.online.Swap(true) {
+			f.tell("", fenceNote{all: true})
+		}
+		return
 	}
-	f.online.Store(on)
+	if f.online.Swap(false) {
+		f.tell("", fenceNote{all: true, lost: true})
+	}
 }
 
 // Table is the fence scope of one table, as named in fences

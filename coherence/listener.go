@@ -237,20 +237,22 @@ func (l *Listener) tick(ctx context.Context) error {
 	return nil
 }
 
-// handle records the fences of a notification (see PayloadVersion).
+// handle records the fences of a notification (see PayloadVersion), and
+// tells the tiers watching their table once they are recorded.
 func (l *Listener) handle(msg string) {
 	fe, known, err := readPayload(msg)
 	if err != nil {
 		// Something else uses the channel: to be safe, fence everything.
 		l.Stats.BadPayloads.Add(1)
-		l.f.FenceAll()
+		l.f.fenceAllFrom(time.Time{})
 		return
 	}
+	at := fe.at()
 	if !known {
 		// A newer build's relay: what it fences cannot be read here, so
 		// fence everything; its canary still proves the path.
 		l.Stats.NewerPayloads.Add(1)
-		l.f.FenceAll()
+		l.f.fenceAllFrom(at)
 		if fe.Canary != "" {
 			l.canaryBack(fe.Canary)
 		}
@@ -262,18 +264,20 @@ func (l *Listener) handle(msg string) {
 	case l.ignoreFences.Load():
 	case fe.Table == "":
 		l.Stats.BadPayloads.Add(1)
-		l.f.FenceAll()
+		l.f.fenceAllFrom(at)
 	case fe.Keys == nil:
-		l.f.FenceTable(fe.Table)
+		l.f.fenceTableFrom(fe.Table, at)
 	default:
-		for _, k := range fe.Keys {
+		keys := make([]string, len(fe.Keys))
+		for i, k := range fe.Keys {
 			key, err := fence.KeyOf(k)
 			if err != nil {
-				l.f.FenceTable(fe.Table)
+				l.f.fenceTableFrom(fe.Table, at)
 				return
 			}
-			l.f.FenceKey(fe.Table, key)
+			keys[i] = key
 		}
+		l.f.fenceKeysFrom(fe.Table, keys, at)
 	}
 }
 

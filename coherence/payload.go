@@ -3,6 +3,7 @@ package coherence
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 )
 
 // PayloadVersion is the version of the fence payload this build publishes
@@ -16,6 +17,26 @@ import (
 //
 // A payload without "v" is version 1: relays from before the field
 // published it so.
+//
+// A fence payload may also carry "a", the commit-ish time of its fences
+// by PostgreSQL's clock, in unix microseconds:
+//
+//	{"v":1,"t":"schema.table","k":[…],"a":1764621296123456}
+//
+// It is the earliest time the trigger logged one of the notification's
+// fences (the log's at column, clock_timestamp() as the row was written):
+// before that write's commit, by as long as the rest of its transaction
+// took. So a commit-to-push lag measured from it is never shorter than the
+// true one. Fences logged without a time (a log or a C trigger from before
+// the column, attach.go) get the time the relay took them from the log
+// instead (the DELETE's statement_timestamp(), after their commit, by up
+// to a relay interval plus the drain).
+//
+// It is an addition within version 1, not a new version: it only informs
+// (CLIENT TRACKING's lag, backends.Outside.At), and every reader so far,
+// before "v" and since, decodes the payload with encoding/json into a
+// struct, which skips a field it does not know (TestPayloadTime); a reader
+// that meets a payload without it (an older relay) has no time.
 //
 // A reader meets a version newer than its own while instances of two
 // builds share a database: the relay is whichever instance holds the relay
@@ -36,13 +57,27 @@ type payload struct {
 	Table   string            `json:"t"`
 	Keys    []json.RawMessage `json:"k"`
 	Canary  string            `json:"c"`
+	At      int64             `json:"a"` // unix microseconds, 0: unknown
 }
 
-// payloadHead opens a fence payload of table, to be closed by "}" (a
-// table fence) or by `,"k":[keys…]}`.
-func payloadHead(table string) string {
+// at is the payload's time, zero when it has none.
+func (p payload) at() time.Time {
+	if p.At <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(p.At)
+}
+
+// payloadHead opens a fence payload of table, taken from the log at at
+// (unix microseconds; 0: left out), to be closed by "}" (a table fence) or
+// by `,"k":[keys…]}`.
+func payloadHead(table string, at int64) string {
 	name, _ := json.Marshal(table)
-	return `{"v":` + strconv.Itoa(PayloadVersion) + `,"t":` + string(name)
+	head := `{"v":` + strconv.Itoa(PayloadVersion) + `,"t":` + string(name)
+	if at > 0 {
+		head += `,"a":` + strconv.FormatInt(at, 10)
+	}
+	return head
 }
 
 // canaryPayload is the payload of a canary.

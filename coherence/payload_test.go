@@ -1,7 +1,9 @@
 package coherence
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -20,6 +22,7 @@ func TestPayloadVersions(t *testing.T) {
 	}{
 		{name: "current", payload: `{"v":1,"t":"public.t","k":["a"]}`, keyOnly: true},
 		{name: "before the version field", payload: `{"t":"public.t","k":["a"]}`, keyOnly: true},
+		{name: "with the relay's time", payload: `{"v":1,"t":"public.t","k":["a"],"a":1764621296123456}`, keyOnly: true},
 		{name: "newer", payload: `{"v":2,"t":"public.t","k":["a"]}`, fenceAll: true, newer: 1},
 		{name: "newer, other fields", payload: `{"v":2,"x":{"tables":["public.t"]}}`, fenceAll: true, newer: 1},
 		{name: "not json", payload: `hello`, fenceAll: true},
@@ -63,5 +66,39 @@ func TestNewerCanary(t *testing.T) {
 	if l.Stats.NewerPayloads.Load() != 1 || f.Stats.AllFences.Load() < 2 {
 		t.Fatalf("newer payloads %d, whole-cache fences %d: the payload was not taken as a whole-cache fence",
 			l.Stats.NewerPayloads.Load(), f.Stats.AllFences.Load())
+	}
+}
+
+// TestPayloadTime: "a" is read as the relay's time, and readers built
+// before it (one struct of "v", "t", "k", "c"; before "v", of "t", "k",
+// "c") decode a payload with it as they decode one without.
+func TestPayloadTime(t *testing.T) {
+	const msg = `{"v":1,"t":"public.t","k":["a"],"a":1764621296123456}`
+	p, known, err := readPayload(msg)
+	if err != nil || !known {
+		t.Fatalf("readPayload: known %v, %v", known, err)
+	}
+	if got, want := p.at(), time.UnixMicro(1764621296123456); !got.Equal(want) {
+		t.Errorf("at = %v, want %v", got, want)
+	}
+	if p, _, _ := readPayload(`{"v":1,"t":"public.t"}`); !p.at().IsZero() {
+		t.Errorf("a payload without a time has one: %v", p.at())
+	}
+	var old struct {
+		Version int               `json:"v"`
+		Table   string            `json:"t"`
+		Keys    []json.RawMessage `json:"k"`
+		Canary  string            `json:"c"`
+	}
+	if err := json.Unmarshal([]byte(msg), &old); err != nil || old.Version != 1 || old.Table != "public.t" || len(old.Keys) != 1 {
+		t.Fatalf("a reader of version 1 without the time: %+v, %v", old, err)
+	}
+	var older struct {
+		Table  string            `json:"t"`
+		Keys   []json.RawMessage `json:"k"`
+		Canary string            `json:"c"`
+	}
+	if err := json.Unmarshal([]byte(msg), &older); err != nil || older.Table != "public.t" || len(older.Keys) != 1 {
+		t.Fatalf("a reader from before the version field: %+v, %v", older, err)
 	}
 }

@@ -72,6 +72,11 @@ type Relay struct {
 	// batch that emptied the log, so a canary never overtakes a fence that
 	// was logged before it.
 	held []string
+
+	// at: the log has its at column (see hasAt), as last looked up at
+	// atChecked.
+	at        bool
+	atChecked time.Time
 }
 
 // NewRelay returns a relay; Run starts it.
@@ -214,18 +219,24 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 	// ctid = ANY (ARRAY(…)), not ctid IN (…): the planner joins an IN
 	// with a TID scan per row, and each of those asks the kernel for the
 	// table's size (an lseek, a syscall per fence).
+	at := "NULL::bigint"
+	if r.hasAt(ctx, conn) {
+		at = loggedAt
+	}
 	rowsQ := take.Queue(`DELETE FROM `+Schema+`.fence_log WHERE ctid = ANY (ARRAY(
-		SELECT ctid FROM `+Schema+`.fence_log LIMIT $1)) RETURNING tbl, keys`, relayBatch)
+		SELECT ctid FROM `+Schema+`.fence_log LIMIT $1))
+		RETURNING tbl, keys, `+at+`, `+micros(`statement_timestamp()`), relayBatch)
 	var b batch
 	n := 0
 	rowsQ.Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var tbl string
 			var keys []byte
-			if err := rows.Scan(&tbl, &keys); err != nil {
+			var at *int64
+			if err := rows.Scan(&tbl, &keys, &at, &b.drained); err != nil {
 				return err
 			}
-			b.add(tbl, keys)
+			b.add(tbl, keys, at)
 			n++
 		}
 		return rows.Err()
@@ -262,18 +273,45 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 	return n, nil
 }
 
+// micros renders a timestamptz expression as unix microseconds.
+func micros(expr string) string { return `(extract(epoch FROM ` + expr + `) * 1000000)::bigint` }
+
+// loggedAt is a row's at in unix microseconds, or NULL unless it is within
+// a day of the drain: a 1.0 C trigger on a log with the column (one loaded
+// before its build was replaced) writes what lay past its two values, and
+// comparing such a value cannot fail where extract could.
+var loggedAt = `CASE WHEN at BETWEEN statement_timestamp() - interval '1 day' AND statement_timestamp() + interval '1 day' THEN ` +
+	micros("at") + ` END`
+
+// hasAt reports whether the log has its at column (attach.go). It is
+// looked up again at most once a relayLockRetry while it is missing: the
+// column is added by a listener's Setup, maybe after this session began.
+func (r *Relay) hasAt(ctx context.Context, conn *pgx.Conn) bool {
+	if r.at || time.Since(r.atChecked) < relayLockRetry {
+		return r.at
+	}
+	r.atChecked = time.Now()
+	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_attribute
+		WHERE attrelid = to_regclass('`+Schema+`.fence_log') AND attname = 'at' AND NOT attisdropped)`).Scan(&r.at)
+	return err == nil && r.at
+}
+
 // batch gathers drained rows by table.
 type batch struct {
 	canaries []string
 	tables   map[string]*tableKeys
+	drained  int64 // when the drain took them, unix microseconds
 }
 
 type tableKeys struct {
 	whole bool
 	keys  map[string]struct{} // raw JSON of each key
+	at    int64               // the earliest time a fence was logged, unix microseconds; 0: none known
 }
 
-func (b *batch) add(tbl string, keys []byte) {
+// add takes one drained row: a table's keys (nil: the whole table), logged
+// at at (nil: not known).
+func (b *batch) add(tbl string, keys []byte, at *int64) {
 	if tbl == canaryTable {
 		var tok string
 		if json.Unmarshal(keys, &tok) == nil {
@@ -288,6 +326,9 @@ func (b *batch) add(tbl string, keys []byte) {
 	if tk == nil {
 		tk = &tableKeys{keys: map[string]struct{}{}}
 		b.tables[tbl] = tk
+	}
+	if at != nil && *at > 0 && (tk.at == 0 || *at < tk.at) {
+		tk.at = *at
 	}
 	if tk.whole {
 		return
@@ -318,7 +359,11 @@ func (b *batch) payloads() (out []string) {
 	sort.Strings(tables)
 	for _, tbl := range tables {
 		tk := b.tables[tbl]
-		head := payloadHead(tbl)
+		at := tk.at
+		if at == 0 {
+			at = b.drained // fences logged without a time: when they were taken
+		}
+		head := payloadHead(tbl, at)
 		if tk.whole {
 			out = append(out, head+"}")
 			continue

@@ -9,19 +9,21 @@ import (
 )
 
 func TestBatchPayloads(t *testing.T) {
-	var b batch
-	b.add(canaryTable, []byte(`"me:1"`))
-	b.add("public.kv", []byte(`["a", "b"]`))
-	b.add("public.kv", []byte(`["b", "c"]`))
-	b.add("public.t", nil) // TRUNCATE
-	b.add("public.t", []byte(`[1]`))
+	const drained = 1764621296123456
+	b := batch{drained: drained}
+	at := func(v int64) *int64 { return &v }
+	b.add(canaryTable, []byte(`"me:1"`), nil)
+	b.add("public.kv", []byte(`["a", "b"]`), at(drained-300))
+	b.add("public.kv", []byte(`["b", "c"]`), at(drained-500)) // the earliest is the table's
+	b.add("public.t", nil, nil)                               // TRUNCATE, logged without a time
+	b.add("public.t", []byte(`[1]`), nil)
 	long := strings.Repeat("x", maxPayload)
-	b.add("public.big", []byte(`["`+long+`", "short"]`))
+	b.add("public.big", []byte(`["`+long+`", "short"]`), nil)
 	var many []string
 	for i := range 2000 {
 		many = append(many, `"key-`+strings.Repeat("0", 4)+string(rune('a'+i%26))+`-`+itoa(i)+`"`)
 	}
-	b.add("public.many", []byte("["+strings.Join(many, ",")+"]"))
+	b.add("public.many", []byte("["+strings.Join(many, ",")+"]"), at(drained-100))
 
 	out := b.payloads()
 	if last := out[len(out)-1]; last != `{"v":1,"c":"me:1"}` {
@@ -39,6 +41,10 @@ func TestBatchPayloads(t *testing.T) {
 		}
 		if f.Canary != "" {
 			continue
+		}
+		want := map[string]int64{"public.kv": drained - 500, "public.t": drained, "public.big": drained, "public.many": drained - 100}[f.Table]
+		if f.At != want {
+			t.Fatalf("payload %.60q…: time %d, want %d", p, f.At, want)
 		}
 		if f.Keys == nil {
 			whole[f.Table] = true

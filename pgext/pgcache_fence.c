@@ -19,6 +19,14 @@
  * as cheaply: SQL equality is not enough, numeric 1.0 = 1.00 renders two
  * ways.)
  *
+ * The log's columns are found by name, so one build serves every log
+ * pgcache has made: tbl and keys, and since version 1.1 of this extension
+ * at, the time the row was logged (the clock_timestamp() default of the
+ * PL/pgSQL trigger's INSERT, which a heap append does not apply). A column
+ * it does not know is left NULL. Version 1.0 formed a row of two values
+ * whatever the log's columns, so pgcache adds at only where no 1.0 build
+ * is installed (coherence/attach.go).
+ *
  * Use: AFTER INSERT OR UPDATE OR DELETE ... FOR EACH ROW EXECUTE FUNCTION
  * pgcache.fence_row('schema.table', 'keycol1' [, 'keycol2' ...]).
  */
@@ -44,6 +52,7 @@
 #include "utils/numeric.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/timestamp.h"
 
 PG_MODULE_MAGIC;
 
@@ -310,8 +319,10 @@ pgcache_fence_row(PG_FUNCTION_ARGS)
 	FenceState *st;
 	JsonbParseState *ps = NULL;
 	JsonbValue *keys;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
+	Datum		keysjson;
+	TupleDesc	logdesc;
+	Datum	   *values;
+	bool	   *nulls;
 	Relation	log;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
@@ -336,8 +347,7 @@ pgcache_fence_row(PG_FUNCTION_ARGS)
 		elog(ERROR, "pgcache.fence_row: fires on INSERT, UPDATE and DELETE only");
 	keys = pushJsonbValue(&ps, WJB_END_ARRAY, NULL);
 
-	values[0] = st->tbl;
-	values[1] = JsonbPGetDatum(JsonbValueToJsonb(keys));
+	keysjson = JsonbPGetDatum(JsonbValueToJsonb(keys));
 	log = table_open(fence_log(), RowExclusiveLock);
 	/* relhasindex may outlive the index (an aborted CREATE INDEX leaves
 	 * it set until a vacuum): it only says whether to look. */
@@ -346,7 +356,27 @@ pgcache_fence_row(PG_FUNCTION_ARGS)
 						errmsg("pgcache.fence_log has an index"),
 						errdetail("pgcache.fence_row appends to the log's heap alone, which would leave the index behind."),
 						errhint("Drop the index: the relay reads the whole log, and writers should not pay for one.")));
-	simple_heap_insert(log, heap_form_tuple(RelationGetDescr(log), values, nulls));
+	logdesc = RelationGetDescr(log);
+	values = palloc0(logdesc->natts * sizeof(Datum));
+	nulls = palloc(logdesc->natts * sizeof(bool));
+	for (int i = 0; i < logdesc->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(logdesc, i);
+		const char *name = NameStr(a->attname);
+
+		nulls[i] = false;
+		if (a->attisdropped)
+			nulls[i] = true;
+		else if (strcmp(name, "tbl") == 0)
+			values[i] = st->tbl;
+		else if (strcmp(name, "keys") == 0)
+			values[i] = keysjson;
+		else if (strcmp(name, "at") == 0 && a->atttypid == TIMESTAMPTZOID)
+			values[i] = TimestampTzGetDatum(GetCurrentTimestamp());
+		else
+			nulls[i] = true;
+	}
+	simple_heap_insert(log, heap_form_tuple(logdesc, values, nulls));
 	table_close(log, NoLock);
 	return PointerGetDatum(NULL);
 }

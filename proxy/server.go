@@ -90,6 +90,7 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logg
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if reg != nil {
 		reg.MustRegister(s.stats.collectors()...)
+		reg.MustRegister(s.tracking.collectors()...)
 	}
 	return s
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,6 +158,18 @@ func TestTrackingCompareWithRedis(t *testing.T) {
 			{"SET", "p:1", "x"},
 			{"FLUSHALL"},
 		}},
+		{"bcast batches", [][]string{
+			{"HELLO", "3"},
+			{"CLIENT", "TRACKING", "on", "bcast", "prefix", "b:", "prefix", "a:"},
+			{"MSET", "b:1", "x", "a:2", "y", "a:1", "z", "c:1", "w"},
+			{"MSET", "c:9", "1", "a:9", "1", "b:9", "2", "b:9", "3"},
+			{"CLIENT", "TRACKING", "off"},
+			{"CLIENT", "TRACKING", "on", "bcast", "noloop"},
+			{"MSET", "k1", "1", "k2", "2"},
+			{"CLIENT", "TRACKING", "off"},
+			{"CLIENT", "TRACKING", "on", "bcast"},
+			{"MSET", "k2", "1", "k1", "2"},
+		}},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			for _, addr := range []string{ts.addr, redisAddr} {
@@ -308,54 +319,6 @@ func TestTrackingTransactionAndNoLoop(t *testing.T) {
 	}
 }
 
-// TestTrackingTableBounded: a client reading ten times the table's bound
-// in distinct keys keeps the table at its bound, is told of each key
-// evicted, and the server's heap stays flat.
-func TestTrackingTableBounded(t *testing.T) {
-	const bound = 1000
-	ts := startServer(t, Config{})
-	ts.tracking.setMaxKeys(bound)
-	c := dial(t, ts.addr)
-	c.do("HELLO", "3")
-	c.do("CLIENT", "TRACKING", "on")
-	read := func(from, to int) int {
-		var pipe strings.Builder
-		for i := from; i < to; i++ {
-			pipe.WriteString(encode("GET", "key:"+strconv.Itoa(i)))
-		}
-		c.send(pipe.String())
-		pushes := 0
-		for replies := 0; replies < to-from; {
-			r := c.reply()
-			if strings.HasPrefix(r, ">") {
-				pushes++
-				continue
-			}
-			replies++
-		}
-		return pushes
-	}
-	pushes := read(0, bound)
-	runtime.GC()
-	before := heapInuse()
-	for i := 1; i < 10; i++ {
-		pushes += read(i*bound, (i+1)*bound)
-	}
-	// The evictions of the last batch may still be in flight.
-	for pushes < 9*bound {
-		if r := c.reply(); strings.HasPrefix(r, ">") {
-			pushes++
-		}
-	}
-	if keys, _, _ := ts.tracking.counts(); keys != bound {
-		t.Errorf("tracked keys: %d, want %d", keys, bound)
-	}
-	runtime.GC()
-	if after := heapInuse(); after > before+4<<20 {
-		t.Errorf("heap grew from %d to %d reading 10x the bound", before, after)
-	}
-}
-
 // TestValkeyGoClientSideCache: valkey-go with its default options (client-
 // side caching on) reads a key twice, the second from its own memory; a
 // write by another client reaches its cache, and the next read returns
@@ -398,7 +361,7 @@ func TestValkeyGoClientSideCache(t *testing.T) {
 	}
 }
 
-// unseenBackend hides a memory store's SoleWriter, as a backend others
+// unseenBackend hides a memory store's Notifier, as a backend others
 // may write (PostgreSQL, Valkey) has none.
 type unseenBackend struct{ backends.Backend }
 

@@ -21,6 +21,17 @@ type Writes interface {
 	Active() bool
 }
 
+// Follower is a Writes that also follows each table its router serves:
+// the RESP front subscribes to the changes the table's backends make on
+// their own (backends.Notifier). Follow(t) runs before t becomes current,
+// so no request on t comes before it; the stop it returns runs once t is
+// retired and its requests have ended (or the drain gave up), before its
+// backends are closed, and once for the current table when OnWrite
+// replaces the Follower.
+type Follower interface {
+	Follow(t *Table) (stop func())
+}
+
 // notifier is what a route's wrapper calls; it is shared by every route of
 // the tables a Router serves.
 type notifier struct{ w atomic.Pointer[Writes] }
@@ -47,17 +58,62 @@ func (n *notifier) wrote(ctx context.Context, r *Route, key string) {
 // OnWrite has w told of every write through the routes this router
 // serves, now and after reloads; nil stops it.
 func (r *Router) OnWrite(w Writes) {
+	r.follow.Lock()
+	defer r.follow.Unlock()
+	cur := r.cur.Load()
+	cur.unfollowLocked()
 	if w == nil {
 		r.notify.w.Store(nil)
 		return
 	}
 	r.notify.w.Store(&w)
+	if f, ok := w.(Follower); ok {
+		cur.unfollow = f.Follow(cur)
+	}
 }
 
-// attach points the routes of t at the router's notifier. It runs before
-// t becomes current, whose atomic store publishes it to the requests.
+// attach points the routes of t at the router's notifier, and has the
+// Follower, if any, follow t. It runs before t becomes current, whose
+// atomic store publishes it to the requests.
 func (r *Router) attach(t *Table) {
 	for _, rt := range t.routes {
 		rt.notify = &r.notify
 	}
+	r.follow.Lock()
+	defer r.follow.Unlock()
+	if w := r.notify.w.Load(); w != nil {
+		if f, ok := (*w).(Follower); ok {
+			t.unfollow = f.Follow(t)
+		}
+	}
+}
+
+// retired stops following t, a table no longer current whose requests
+// have ended.
+func (r *Router) retired(t *Table) {
+	r.follow.Lock()
+	defer r.follow.Unlock()
+	t.unfollowLocked()
+}
+
+func (t *Table) unfollowLocked() {
+	if t.unfollow != nil {
+		t.unfollow()
+		t.unfollow = nil
+	}
+}
+
+// SameBackends reports whether t and o send every RESP key to the same
+// opened backend, spelled the same way: a reload that kept them.
+func (t *Table) SameBackends(o *Table) bool {
+	if len(t.prefixed) != len(o.prefixed) {
+		return false
+	}
+	for i, p := range t.prefixed {
+		q := o.prefixed[i]
+		if p.prefix != q.prefix || p.route.raw != q.route.raw || (p.route.Canon == nil) != (q.route.Canon == nil) {
+			return false
+		}
+	}
+	return true
 }

@@ -57,6 +57,7 @@ type Table struct {
 	// releaseFn is t.release bound once, so Acquire hands it out without
 	// allocating a method value per request.
 	releaseFn func()
+	unfollow  func() // the Follower's stop, under Router.follow (notify.go)
 }
 
 type prefixed struct {
@@ -175,6 +176,7 @@ func (t *Table) Close() error {
 type Router struct {
 	cur    atomic.Pointer[Table]
 	notify notifier
+	follow sync.Mutex // orders the Follower's Follow and stop calls (notify.go)
 }
 
 // NewRouter returns a router serving t.
@@ -212,6 +214,7 @@ func (r *Router) Swap(ctx context.Context, next *Table) (*Table, error) {
 	if old.refs.Load() == 0 {
 		old.signalDrained()
 	}
+	defer r.retired(old)
 	select {
 	case <-old.drained:
 		return old, nil

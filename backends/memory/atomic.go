@@ -170,7 +170,7 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 			st.mu.Unlock()
 		}
 	}()
-	tx := &memTx{Store: &Store{c: s.c, sweep: s.sweep, cursors: s.cursors, moves: s.moves},
+	tx := &memTx{Store: &Store{c: s.c, sweep: s.sweep, notes: s.notes, cursors: s.cursors, moves: s.moves},
 		declared: keys, undo: make([]saved, 0, len(keys))}
 	err := fn(tx)
 	if err != nil {

@@ -83,6 +83,7 @@ type routeCache struct {
 	c     *cache
 	sweep *sweep.Sweeper[*item]
 	locks *keyLocks // atomic runs against plain commands, see atomic.go
+	notes *notifier // expiries and evictions, for CLIENT TRACKING (notify.go)
 	refs  int       // open Stores: a reload opens the new before it closes the old
 	// The route's scans and copies outlive a reload, as its keys do.
 	cursors *cursor.Table[*scan]
@@ -90,9 +91,11 @@ type routeCache struct {
 }
 
 func newRouteCache(maxBytes int64, clock otter.Clock) *routeCache {
-	c := newCache(maxBytes, clock)
+	notes := newNotifier()
+	c := newCache(maxBytes, clock, notes.deleted)
+	notes.c = c
 	return &routeCache{c: c, sweep: sweep.Start(c, func(it *item) int64 { return it.exp }),
-		locks: newKeyLocks(), cursors: newCursors()}
+		locks: newKeyLocks(), notes: notes, cursors: newCursors()}
 }
 
 // drop empties and stops the cache.
@@ -101,6 +104,7 @@ func (rc *routeCache) drop() {
 	rc.sweep.Stop()
 	rc.c.InvalidateAll()
 	rc.c.StopAllGoroutines()
+	rc.notes.close()
 }
 
 // NewDriver returns a memory driver bounded by maxBytes.
@@ -109,14 +113,17 @@ func NewDriver(name string, maxBytes int64) *Driver {
 		clock: sweep.NewClock()}
 }
 
-func newCache(maxBytes int64, clock otter.Clock) *cache {
+// newCache makes a route's cache; deleted hears of every removal (see
+// notify.go).
+func newCache(maxBytes int64, clock otter.Clock, deleted func(otter.DeletionEvent[string, *item])) *cache {
 	return otter.Must(&otter.Options[string, *item]{
 		MaximumWeight: uint64(maxBytes),
 		Weigher:       weigh,
 		// No ExpiryCalculator: reads check each item's deadline, and the
 		// route's sweeper frees expired items (see package sweep).
-		Clock:    clock,
-		Executor: inline,
+		Clock:            clock,
+		Executor:         inline,
+		OnAtomicDeletion: deleted,
 	})
 }
 
@@ -148,7 +155,7 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 		d.rebalanceLocked()
 	}
 	rc.refs++
-	return &Store{c: rc.c, sweep: rc.sweep, locks: rc.locks, cursors: rc.cursors, moves: &rc.moves,
+	return &Store{c: rc.c, sweep: rc.sweep, locks: rc.locks, notes: rc.notes, cursors: rc.cursors, moves: &rc.moves,
 		release: func() { d.release(spec.Name, rc) }}, nil
 }
 

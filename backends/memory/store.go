@@ -24,6 +24,7 @@ type Store struct {
 	c       *cache
 	sweep   *sweep.Sweeper[*item] // told of every item written with a deadline
 	locks   *keyLocks             // nil inside an atomic run (see atomic.go)
+	notes   *notifier             // the route's expiries and evictions (notify.go)
 	cursors *cursor.Table[*scan]  // the route's scans under way (keyspace.go)
 	moves   *sync.Mutex           // serialises the route's copies (keyspace.go)
 	release func()
@@ -83,7 +84,11 @@ func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
 		if gen, ok := s.locks.quiet(); ok {
 			it, found := s.get(s.k(k))
 			if s.locks.stillQuiet(gen) {
-				if !found || !it.alive() {
+				if !found {
+					return nil, false, nil
+				}
+				if !it.alive() {
+					s.expired(k)
 					return nil, false, nil
 				}
 				return it.val(), true, nil
@@ -100,7 +105,11 @@ func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
 		if !st.readOK(seq) {
 			continue // an atomic run wrote meanwhile
 		}
-		if !ok || !it.alive() {
+		if !ok {
+			return nil, false, nil
+		}
+		if !it.alive() {
+			s.expired(k)
 			return nil, false, nil
 		}
 		return it.val(), true, nil
@@ -165,6 +174,9 @@ func (s *Store) mget(keys []string, dst [][]byte) [][]byte {
 			n = now()
 		}
 		if !ok || !it.live(n) {
+			if ok {
+				s.expired(k)
+			}
 			dst = append(dst, nil)
 			continue
 		}
@@ -348,8 +360,3 @@ var (
 	_ backends.Backend = (*Store)(nil)
 	_ backends.Sizer   = (*Store)(nil)
 )
-
-// SoleWriter marks the store as written only through its methods.
-func (*Store) SoleWriter() {}
-
-var _ backends.SoleWriter = (*Store)(nil)

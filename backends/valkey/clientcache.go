@@ -74,6 +74,8 @@ type clientCache struct {
 	evictions atomic.Int64 // entries dropped to stay under maxBytes
 	dropped   atomic.Int64 // fills not stored because a write fenced them
 
+	notes notes // CLIENT TRACKING's subscribers (notify.go)
+
 	mu     sync.RWMutex
 	shards []*shard      // one per live connection
 	next   atomic.Uint32 // the shard reclaim starts with
@@ -390,29 +392,37 @@ func (s *shard) Cancel(key, cmd string, err error) {
 // in flight stay: on one connection the reply of a read the server ran
 // before the write comes before the invalidation, so a fill still pending
 // when the invalidation arrives read after the write.
+//
+// Then the invalidation is reported to CLIENT TRACKING (notify.go).
 func (s *shard) Delete(keys []valkey.ValkeyMessage) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if keys == nil {
 		for _, e := range s.entries {
 			if !e.pending {
 				s.drop(e)
 			}
 		}
-		return
-	}
-	for i := range keys {
-		k, _ := keys[i].ToString()
-		if e := s.entries[k]; e != nil && !e.pending {
-			s.drop(e)
+	} else {
+		for i := range keys {
+			k, _ := keys[i].ToString()
+			if e := s.entries[k]; e != nil && !e.pending {
+				s.drop(e)
+			}
 		}
 	}
+	s.mu.Unlock()
+	s.c.invalidated(s, keys)
 }
 
 // evict drops the stored entries of keys (a fence).
 func (s *shard) evict(keys []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.evictLocked(keys)
+}
+
+// evictLocked is evict with s.mu held.
+func (s *shard) evictLocked(keys []string) {
 	for _, k := range keys {
 		if e := s.entries[k]; e != nil && !e.pending {
 			s.drop(e)
@@ -422,7 +432,8 @@ func (s *shard) evict(keys []string) {
 
 // Close is called when the connection ends: the server no longer tracks
 // what it cached, so everything goes, and readers waiting on a fill read
-// again (on the next connection).
+// again (on the next connection). CLIENT TRACKING hears of it as Lost
+// (notify.go).
 func (s *shard) Close(error) {
 	s.mu.Lock()
 	s.closed = true
@@ -439,6 +450,9 @@ func (s *shard) Close(error) {
 	s.bytes = 0
 	s.mu.Unlock()
 	s.c.remove(s)
+	if s.c.listened() {
+		s.c.tell(nil, true, true)
+	}
 }
 
 // shrink runs CLOCK over the shard until the cache fits: an entry hit since

@@ -246,6 +246,9 @@ func (s *Store) copyAcross(ctx, cctx context.Context, c *client, ks, kd string, 
 
 // ExpireTime is PEXPIRETIME (Redis 7, Valkey).
 func (s *Store) ExpireTime(ctx context.Context, key string) (int64, error) {
+	if s.d.cache.listened() {
+		defer s.untracked(s.key(key)) // uncached: see notify.go
+	}
 	cctx, done, c, err := s.d.begin(ctx, "expiretime")
 	if err != nil {
 		return 0, err

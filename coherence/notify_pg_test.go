@@ -1,0 +1,477 @@
+package coherence
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/postgres"
+	"github.com/pgcache/pgcache/coherence/fence"
+	"github.com/pgcache/pgcache/internal/testenv"
+)
+
+// tierOn is one pgcache's coherence and L1 tier over the route spec, with
+// its triggers attached, online.
+func tierOn(t *testing.T, spec backends.RouteSpec) *instance {
+	t.Helper()
+	d, err := postgres.NewDriver("pg", postgres.Options{DSN: pg.DSN(), MaxConns: 8}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := d.Open(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCoordinator(d.Pool(), CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: 100 * time.Millisecond}}, zap.NewNop())
+	c.OnConnect(func(ctx context.Context) error {
+		if err := b.(interface{ Prepare(context.Context) error }).Prepare(ctx); err != nil {
+			return err
+		}
+		return Attach(ctx, d.Pool(), b.(backends.Fenced).FenceTable())
+	})
+	tier, err := c.NewTier(spec.Name, b, L1{MaxBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start()
+	t.Cleanup(func() {
+		c.Close()
+		tier.Close()
+		d.Close()
+	})
+	waitFor(t, "instance online", func() bool { s, _ := c.Listener.State(); return s == StateOnline })
+	return &instance{coord: c, tier: tier, kv: b}
+}
+
+// reports gathers a Notifier's reports; fn never blocks.
+type reports chan backends.Outside
+
+func (r reports) fn(o backends.Outside) {
+	o.Keys = slices.Clone(o.Keys)
+	select {
+	case r <- o:
+	default:
+		panic("more reports than the test reads")
+	}
+}
+
+// next waits for the first report that want accepts, and fails on any
+// report that comes before it and is not allowed.
+func (r reports) next(t *testing.T, what string, want func(backends.Outside) bool) backends.Outside {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case o := <-r:
+			if want(o) {
+				return o
+			}
+			t.Logf("%s: passed over %+v", what, o)
+		case <-timeout:
+			t.Fatalf("%s: no report within 20s", what)
+		}
+	}
+}
+
+func keysAre(ks ...string) func(backends.Outside) bool {
+	return func(o backends.Outside) bool {
+		got := slices.Clone(o.Keys)
+		slices.Sort(got)
+		want := slices.Clone(ks)
+		slices.Sort(want)
+		return !o.All && o.Source == "postgres" && slices.Equal(got, want)
+	}
+}
+
+func isAll(o backends.Outside) bool {
+	return o.All && !o.Lost && o.Keys == nil && o.Source == "postgres"
+}
+func isLost(o backends.Outside) bool {
+	return o.Lost && o.All && o.Keys == nil && o.Source == "postgres"
+}
+
+// pgNow is PostgreSQL's clock.
+func pgNow(t *testing.T, i *instance) time.Time {
+	t.Helper()
+	var now time.Time
+	if err := i.coord.Pool().QueryRow(context.Background(), "SELECT clock_timestamp()").Scan(&now); err != nil {
+		t.Fatal(err)
+	}
+	return now
+}
+
+// TestTierNotifiesKV: on a kv table, plain SQL's UPDATE and DELETE are
+// reported as their keys, with the relay's time between the write and the
+// report by PostgreSQL's clock; TRUNCATE as All; a write by a second
+// pgcache instance as its key; and nothing once cancelled.
+func TestTierNotifiesKV(t *testing.T) {
+	p := pg.Pool(t)
+	spec := backends.RouteSpec{Name: "nkv", Table: "notify_kv", Durability: "unlogged"}
+	a := tierOn(t, spec)
+	if !a.tier.Watching() {
+		t.Fatal("an online tier is not Watching")
+	}
+	tok := a.coord.Fences.Token()
+	testenv.Exec(t, p, `INSERT INTO notify_kv VALUES ('k1', 'v', 'infinity'), ('k2', 'v', 'infinity'), ('we"ird key', 'v', 'infinity')`)
+	fenced(t, a.coord.Fences, tok, "public.notify_kv", "k1") // before Notify: not reported
+	r := make(reports, 1000)
+	cancel := a.tier.Notify(r.fn)
+	defer cancel()
+
+	before := pgNow(t, a)
+	testenv.Exec(t, p, `UPDATE notify_kv SET value = 'w' WHERE key = 'k1'`)
+	o := r.next(t, "UPDATE", keysAre("k1"))
+	if after := pgNow(t, a); o.At.Before(before) || o.At.After(after) {
+		t.Errorf("At = %v, not between the UPDATE (%v) and its report (%v)", o.At, before, after)
+	}
+	testenv.Exec(t, p, `DELETE FROM notify_kv WHERE key = 'k2'`)
+	r.next(t, "DELETE", keysAre("k2"))
+	testenv.Exec(t, p, `UPDATE notify_kv SET value = 'w' WHERE key = 'we"ird key'`)
+	r.next(t, "a key with a quote", keysAre(`we"ird key`))
+	testenv.Exec(t, p, `TRUNCATE notify_kv`)
+	r.next(t, "TRUNCATE", isAll)
+
+	b := tierOn(t, spec)
+	if _, err := b.tier.Set(context.Background(), "from b", []byte("v"), backends.SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.next(t, "a second instance's SET", keysAre("from b"))
+
+	cancel()
+	testenv.Exec(t, p, `UPDATE notify_kv SET value = 'x'`)
+	// A fence recorded after the UPDATE's shows the UPDATE's was handled.
+	tok = a.coord.Fences.Token()
+	testenv.Exec(t, p, `INSERT INTO notify_kv VALUES ('marker', 'v', 'infinity')`)
+	fenced(t, a.coord.Fences, tok, "public.notify_kv", "marker")
+	if len(r) != 0 {
+		t.Fatalf("%d reports after cancel: %+v", len(r), <-r)
+	}
+}
+
+// TestTierNotifiesSourceTable: on a source table, a row's key is reported
+// as the route's canonical spelling of it (the one the route reads back as
+// that row); a key it cannot spell so (a text key that reads as JSON)
+// becomes All rather than being dropped; TRUNCATE is All.
+func TestTierNotifiesSourceTable(t *testing.T) {
+	p := pg.Pool(t)
+	testenv.Exec(t, p, `CREATE TABLE notify_rows (id int PRIMARY KEY, v text)`)
+	testenv.Exec(t, p, `CREATE TABLE notify_pairs (a int, b text, v text, PRIMARY KEY (a, b))`)
+	testenv.Exec(t, p, `CREATE TABLE notify_named (name text PRIMARY KEY, v text)`)
+	testenv.Exec(t, p, `INSERT INTO notify_rows VALUES (42, 'a'), (7, 'b')`)
+	testenv.Exec(t, p, `INSERT INTO notify_pairs VALUES (1, 'x', 'a')`)
+	testenv.Exec(t, p, `INSERT INTO notify_named VALUES ('plain', 'a'), ('[x]', 'b'), ('"q"', 'c')`)
+	rows := tierOn(t, backends.RouteSpec{Name: "rows", SourceTable: "public.notify_rows"})
+	pairs := tierOn(t, backends.RouteSpec{Name: "pairs", SourceTable: "public.notify_pairs"})
+	named := tierOn(t, backends.RouteSpec{Name: "named", SourceTable: "public.notify_named"})
+	rr, pr, nr := make(reports, 100), make(reports, 100), make(reports, 100)
+	defer rows.tier.Notify(rr.fn)()
+	defer pairs.tier.Notify(pr.fn)()
+	defer named.tier.Notify(nr.fn)()
+
+	ctx := context.Background()
+	// The route reads the reported key back as the row.
+	if v, ok, err := rows.tier.Get(ctx, "42"); err != nil || !ok {
+		t.Fatalf("Get 42: %q %v %v", v, ok, err)
+	}
+	for _, tc := range []struct {
+		name string
+		r    reports
+		sql  string
+		want func(backends.Outside) bool
+	}{
+		{"int UPDATE", rr, `UPDATE notify_rows SET v = 'z' WHERE id = 42`, keysAre("42")},
+		{"int DELETE", rr, `DELETE FROM notify_rows WHERE id = 7`, keysAre("7")},
+		{"composite UPDATE", pr, `UPDATE notify_pairs SET v = 'z' WHERE a = 1`, keysAre(`[1,"x"]`)},
+		{"text UPDATE", nr, `UPDATE notify_named SET v = 'z' WHERE name = 'plain'`, keysAre("plain")},
+		{"text that reads as an array", nr, `UPDATE notify_named SET v = 'z' WHERE name = '[x]'`, isAll},
+		{"text that reads as a string", nr, `UPDATE notify_named SET v = 'z' WHERE name = '"q"'`, isAll},
+		{"TRUNCATE", rr, `TRUNCATE notify_rows`, isAll},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testenv.Exec(t, p, tc.sql)
+			tc.r.next(t, tc.name, tc.want)
+		})
+	}
+	// The other tables' tiers heard nothing of notify_rows.
+	for _, r := range []reports{pr, nr} {
+		for len(r) > 0 {
+			if o := <-r; slices.Contains(o.Keys, "42") || slices.Contains(o.Keys, "7") {
+				t.Errorf("another table's tier told of notify_rows: %+v", o)
+			}
+		}
+	}
+}
+
+// TestTierNotifiesLost: the LISTEN connection killed is reported as Lost,
+// with Watching false; back online, Watching is true, an All follows, and
+// writes are reported by key again.
+func TestTierNotifiesLost(t *testing.T) {
+	p := pg.Pool(t)
+	a := tierOn(t, backends.RouteSpec{Name: "lost", Table: "notify_lost", Durability: "unlogged"})
+	r := make(reports, 1000)
+	var watchingAtLost atomic.Int32 // 1: false, 2: true
+	defer a.tier.Notify(func(o backends.Outside) {
+		if o.Lost {
+			// On the listener's goroutine, which alone brings fences back
+			// online: what Watching says here is what it said at Lost.
+			watchingAtLost.Store(map[bool]int32{false: 1, true: 2}[a.tier.Watching()])
+		}
+		r.fn(o)
+	})()
+	if !a.tier.Watching() {
+		t.Fatal("an online tier is not Watching")
+	}
+	testenv.Exec(t, p, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
+	r.next(t, "connection killed", isLost)
+	if got := watchingAtLost.Load(); got != 1 {
+		t.Fatalf("Watching when Lost was sent: %v, want false", got == 2)
+	}
+	// Watching went false before Lost was sent; it may be back by now, so
+	// look at it only through the All that comes with it.
+	r.next(t, "online again", isAll)
+	if !a.tier.Watching() {
+		t.Fatal("Watching is false after the All of coming online")
+	}
+	testenv.Exec(t, p, `INSERT INTO notify_lost VALUES ('k', 'v', 'infinity')`)
+	r.next(t, "a write after the reconnect", keysAre("k"))
+}
+
+// TestTierNotifyRace: a tier read races a fence, deterministically. The
+// property: when the Outside naming the key is delivered, the fence is
+// already recorded, so the raced read's token is refused (its value is
+// never cached and never served again), and a read that starts after the
+// Outside returns the new value. Together with the proxy's order (a read
+// registers its key before it reads), a client that cached the raced
+// value is told to drop it.
+func TestTierNotifyRace(t *testing.T) {
+	p := pg.Pool(t)
+	a := tierOn(t, backends.RouteSpec{Name: "race", Table: "notify_race", Durability: "unlogged"})
+	tok := a.coord.Fences.Token()
+	testenv.Exec(t, p, `INSERT INTO notify_race VALUES ('k', 'old', 'infinity')`)
+	fenced(t, a.coord.Fences, tok, "public.notify_race", "k") // before Notify: not reported
+	f, tbl := a.coord.Fences, a.coord.Fences.Table("public.notify_race")
+	h, err := a.tier.hash("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type seen struct {
+		out        backends.Outside
+		tokenValid bool // the raced read's token, as the fences judged it when the Outside ran
+	}
+	got := make(chan seen, 100)
+	var readTok atomic.Uint64
+	paused, resume := make(chan struct{}), make(chan struct{})
+	a.tier.afterLoad = func(key string) {
+		a.tier.mu.Lock()
+		readTok.Store(uint64(a.tier.flights[key].tok))
+		a.tier.mu.Unlock()
+		close(paused)
+		<-resume
+	}
+	defer a.tier.Notify(func(o backends.Outside) {
+		got <- seen{out: o, tokenValid: f.Valid(fence.Token(readTok.Load()), tbl, h)}
+	})()
+	read := make(chan string)
+	go func() {
+		v, _, err := a.tier.Get(context.Background(), "k")
+		if err != nil {
+			t.Error(err)
+		}
+		read <- string(v)
+	}()
+	<-paused // the read has its value, not yet cached
+	testenv.Exec(t, p, `UPDATE notify_race SET value = 'new' WHERE key = 'k'`)
+	var s seen
+	select {
+	case s = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no Outside for the UPDATE")
+	}
+	if !keysAre("k")(s.out) {
+		t.Fatalf("Outside = %+v, want key k", s.out)
+	}
+	if s.tokenValid {
+		t.Fatal("the Outside ran before the fence was recorded: the raced read could still fill")
+	}
+	if v, _, _ := a.tier.Backend.Get(context.Background(), "k"); string(v) != "new" {
+		t.Fatalf("PostgreSQL has %q", v)
+	}
+	a.tier.afterLoad = nil
+	close(resume)
+	if v := <-read; v != "old" {
+		t.Fatalf("the raced read = %q, want old (what it read)", v)
+	}
+	if n := a.tier.Stats.FillsFenced.Load(); n != 1 {
+		t.Fatalf("fills fenced = %d, want 1: the raced value was cached", n)
+	}
+	if v, _, _ := a.tier.Get(context.Background(), "k"); string(v) != "new" {
+		t.Fatalf("a read after the Outside = %q, want new", v)
+	}
+
+	// The other order: the read fills first, then the write. The entry is
+	// refused from the fence on, and the Outside follows.
+	if v, _, _ := a.tier.Get(context.Background(), "k"); string(v) != "new" {
+		t.Fatalf("cached read = %q", v)
+	}
+	hits := a.tier.Stats.Hits.Load()
+	if v, _, _ := a.tier.Get(context.Background(), "k"); string(v) != "new" || a.tier.Stats.Hits.Load() != hits+1 {
+		t.Fatalf("not served from L1: %q", v)
+	}
+	testenv.Exec(t, p, `UPDATE notify_race SET value = 'newer' WHERE key = 'k'`)
+	select {
+	case s = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no Outside for the second UPDATE")
+	}
+	if !keysAre("k")(s.out) {
+		t.Fatalf("Outside = %+v, want key k", s.out)
+	}
+	if v, _, _ := a.tier.Get(context.Background(), "k"); string(v) != "newer" {
+		t.Fatalf("a read after the Outside = %q, want newer", v)
+	}
+}
+
+// TestFenceTimes: with either trigger, a fence's At is the time the
+// trigger logged it, within the writing statement and before its commit,
+// not the later time the relay took it from the log.
+func TestFenceTimes(t *testing.T) {
+	p := pg.Pool(t)
+	ctx := context.Background()
+	fns := []TriggerFunc{TriggerC, TriggerPLpgSQL}
+	for _, fn := range fns {
+		testenv.Exec(t, p, `CREATE TABLE ftime_`+string(fn)+` (k int PRIMARY KEY, v int)`)
+		if got, err := AttachUsing(ctx, p, "ftime_"+string(fn), fn); err != nil || got != fn {
+			t.Fatalf("attach with %s: %q, %v", fn, got, err)
+		}
+	}
+	c := startCoordinator(t, p, CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: 100 * time.Millisecond}})
+	for _, fn := range fns {
+		t.Run(string(fn), func(t *testing.T) {
+			table := "public.ftime_" + string(fn)
+			notes := make(chan fenceNote, 10)
+			defer c.Fences.watch(table, func(n fenceNote) { notes <- n })()
+			tx, err := p.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			var before, during time.Time
+			if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&before); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+table+` VALUES (1, 0)`); err != nil {
+				t.Fatal(err)
+			}
+			// The commit comes a while after the write: a drain's time
+			// would be after it.
+			if err := tx.QueryRow(ctx, `SELECT clock_timestamp() FROM pg_sleep(0.2)`).Scan(&during); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case n := <-notes:
+				if !slices.Equal(n.keys, []string{"1"}) {
+					t.Fatalf("fence on %v, want key 1", n.keys)
+				}
+				if n.at.Before(before) || !n.at.Before(during) {
+					t.Fatalf("At %v, want within the INSERT (after %v, before %v)", n.at, before, during)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("no fence within 20s")
+			}
+		})
+	}
+}
+
+// TestFenceLogGetsAt: Setup adds at to a log without it (as older builds
+// made it), and both triggers keep logging whatever the log's columns: a
+// dropped column is skipped, and rows logged without at are read as NULL.
+func TestFenceLogGetsAt(t *testing.T) {
+	p := pg.Pool(t)
+	ctx := context.Background()
+	if err := Setup(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Exec(t, p, `CREATE TABLE fat (k int PRIMARY KEY, v int)`)
+	testenv.Exec(t, p, `CREATE TABLE fat_pl (k int PRIMARY KEY, v int)`)
+	if _, err := AttachUsing(ctx, p, "fat", TriggerC); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AttachUsing(ctx, p, "fat_pl", TriggerPLpgSQL); err != nil {
+		t.Fatal(err)
+	}
+	hasAt := func() bool {
+		var ok bool
+		if err := p.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '`+Schema+`.fence_log'::regclass
+			AND attname = 'at' AND NOT attisdropped)`).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !hasAt() {
+		t.Fatal("Setup made a log without at")
+	}
+	conn, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// timed returns whether each row the statements log has a time.
+	timed := func(stmts ...string) []bool {
+		t.Helper()
+		var got []bool
+		loggedBy(t, conn, func(tx pgx.Tx) {
+			before, err := pgx.CollectRows(mustQuery(t, tx, `SELECT ctid::text FROM `+Schema+`.fence_log`), pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			before = append([]string{}, before...) // never NULL: <> ALL(NULL) is no row
+			for _, s := range stmts {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					t.Fatalf("%s: %v", s, err)
+				}
+			}
+			col := "NULL::timestamptz"
+			if hasAt() {
+				col = "at"
+			}
+			got, err = pgx.CollectRows(mustQuery(t, tx, `SELECT `+col+` IS NOT NULL FROM `+Schema+`.fence_log
+				WHERE ctid::text <> ALL($1) ORDER BY ctid`, before), pgx.RowTo[bool])
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+		return got
+	}
+	writes := []string{`INSERT INTO fat VALUES (1, 0)`, `INSERT INTO fat_pl VALUES (1, 0)`}
+	if got := timed(writes...); !slices.Equal(got, []bool{true, true}) {
+		t.Fatalf("rows timed: %v, want both", got)
+	}
+	// A log as older builds made it: without at (dropped here, so the C
+	// trigger also meets a dropped column).
+	testenv.Exec(t, p, `ALTER TABLE `+Schema+`.fence_log DROP COLUMN at`)
+	// (timed's writes are rolled back: the same INSERTs again.)
+	if got := timed(writes...); len(got) != 2 {
+		t.Fatalf("rows logged without at: %d, want 2", len(got))
+	}
+	for range 2 { // and again: nothing to do
+		if err := Setup(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !hasAt() {
+		t.Fatal("Setup did not add at to a log without it")
+	}
+	if got := timed(writes...); !slices.Equal(got, []bool{true, true}) {
+		t.Fatalf("rows timed after the migration: %v, want both", got)
+	}
+}
