@@ -54,18 +54,29 @@ func (r *run) runCSC(ctx context.Context) (_ *stackResult, err error) {
 		}
 		apps = append(apps, a)
 	}
+	res := &stackResult{static: r.o.CSCStaticTTL}
+	if !res.static {
+		// valkey-go's default DoCache is a transaction; a pgcache that
+		// refuses it on the table route gets the GET alone, and says so.
+		c := apps[0].c
+		err := c.DoCache(ctx, cachedGet(c, r.rowKey(1), false), r.o.CSCTTL).Error()
+		switch {
+		case errors.Is(err, valkey.ErrDoCacheAborted):
+			res.static = true
+			res.note = "pgcache refused valkey-go's default DoCache (CLIENT CACHING YES, MULTI, PTTL, GET, EXEC) on the table route " +
+				"(valkey-go hides why; redis-cli MULTI/GET/EXEC shows it): the readers sent GET alone (valkey-go's ToStaticTTL, as --csc-static-ttl)"
+		case err != nil:
+			return nil, fmt.Errorf("app client 0: %w", err)
+		}
+	}
 	read := func(ctx context.Context, reader int, id int64) (bool, error) {
 		app := reader % len(apps)
 		c := apps[app].c
 		began := time.Now()
-		res := c.DoCache(ctx, r.cachedGet(c, id), r.o.CSCTTL)
+		res := c.DoCache(ctx, cachedGet(c, r.rowKey(id), res.static), r.o.CSCTTL)
 		if err := res.Error(); err != nil {
-			switch {
-			case valkey.IsValkeyNil(err):
+			if valkey.IsValkeyNil(err) {
 				err = fmt.Errorf("row %d: GET answered nil", id)
-			case errors.Is(err, valkey.ErrDoCacheAborted):
-				// valkey-go hides the server's answer to its EXEC.
-				err = fmt.Errorf("%w (pgcache refused MULTI, PTTL, GET, EXEC on the table route; --csc-static-ttl sends GET alone)", err)
 			}
 			return false, err
 		}
@@ -84,7 +95,7 @@ func (r *run) runCSC(ctx context.Context) (_ *stackResult, err error) {
 		return nil, err
 	}
 	lag.on.Store(true)
-	res := &stackResult{load: runLoad(ctx, r.o, read, write, r.o.Progress, StackCSC)}
+	res.load = runLoad(ctx, r.o, read, write, r.o.Progress, StackCSC)
 	res.hitRatio = ratio(res.load.hits, res.load.reads)
 	if err := waitSettled(ctx, insts, time.Now(), r.o.SettleTimeout); err != nil {
 		return nil, err
@@ -106,7 +117,7 @@ func (r *run) runCSC(ctx context.Context) (_ *stackResult, err error) {
 		res.l1Entries += entries
 		res.l1Stale += stale
 	}
-	if res.apps, err = r.auditApps(ctx, apps); err != nil {
+	if res.apps, err = r.auditApps(ctx, apps, res.static); err != nil {
 		return nil, err
 	}
 	res.entries, res.stale = res.l1Entries, res.l1Stale
@@ -117,10 +128,11 @@ func (r *run) runCSC(ctx context.Context) (_ *stackResult, err error) {
 	return res, nil
 }
 
-// cachedGet is the readers' cacheable GET of row id.
-func (r *run) cachedGet(c valkey.Client, id int64) valkey.Cacheable {
-	cmd := c.B().Get().Key(r.rowKey(id)).Cache()
-	if r.o.CSCStaticTTL {
+// cachedGet is the readers' cacheable GET of key; static sends it alone
+// (valkey-go's ToStaticTTL), else in valkey-go's default transaction.
+func cachedGet(c valkey.Client, key string, static bool) valkey.Cacheable {
+	cmd := c.B().Get().Key(key).Cache()
+	if static {
 		cmd = cmd.ToStaticTTL()
 	}
 	return cmd
@@ -144,7 +156,7 @@ type AppAudit struct {
 // the row in PostgreSQL, read once per batch for all the clients. A read
 // that missed is the server's answer, audited with its L1; it fills the
 // cache, which no longer matters.
-func (r *run) auditApps(ctx context.Context, apps []*appClient) ([]AppAudit, error) {
+func (r *run) auditApps(ctx context.Context, apps []*appClient, static bool) ([]AppAudit, error) {
 	out := make([]AppAudit, len(apps))
 	for i, a := range apps {
 		out[i].Deaf = a.deaf
@@ -178,7 +190,7 @@ func (r *run) auditApps(ctx context.Context, apps []*appClient) ([]AppAudit, err
 		for i, a := range apps {
 			cmds = cmds[:0]
 			for _, id := range ids {
-				cmds = append(cmds, valkey.CT(r.cachedGet(a.c, id), r.o.CSCTTL))
+				cmds = append(cmds, valkey.CT(cachedGet(a.c, r.rowKey(id), static), r.o.CSCTTL))
 			}
 			for j, res := range a.c.DoMultiCache(ctx, cmds...) {
 				if !res.IsCacheHit() {

@@ -114,7 +114,8 @@ type Options struct {
 	// CSCStaticTTL makes the pgcache-csc readers' DoCache send the GET
 	// alone (valkey-go's ToStaticTTL) instead of its default transaction
 	// (MULTI, PTTL, GET, EXEC): the entry then lives CSCTTL, whatever the
-	// key's own TTL, and a route that runs no transactions serves it.
+	// key's own TTL. Without it the stack tries the transaction first, and
+	// sends the GET alone, saying so, when pgcache refuses it.
 	CSCStaticTTL bool
 	// cscDeaf adds app clients whose cache ignores invalidations, beside
 	// the CSCClients, reading as they do: the audit must find them stale

@@ -99,6 +99,9 @@ func cscReport(stacks []Result) []string {
 	}
 	add("pgcache-csc: %d app clients (valkey-go DoCache, %s, TTL %gs), app-cache hit ratio %s; audit: app caches %d cached, %d stale; L1 %d cached, %d stale",
 		c.AppClients, form, c.AppTTL, hit, cached, stale, c.L1Entries, c.L1Stale)
+	if c.Note != "" {
+		add("  note: %s", c.Note)
+	}
 	for i, a := range c.Apps {
 		if a.Deaf {
 			add("  app client %d ignores invalidations (test): %d cached, %d stale", i, a.Cached, a.Stale)

@@ -51,7 +51,8 @@ type Result struct {
 	// the L1s' and the app caches'.
 	AppClients   int        `json:"app_clients,omitempty"`
 	AppTTL       float64    `json:"app_ttl_s,omitempty"`
-	AppStaticTTL bool       `json:"app_static_ttl,omitempty"` // DoCache sent GET alone (--csc-static-ttl)
+	AppStaticTTL bool       `json:"app_static_ttl,omitempty"` // DoCache sent GET alone
+	Note         string     `json:"note,omitempty"`
 	Apps         []AppAudit `json:"apps,omitempty"`
 	L1Entries    int        `json:"l1_cached,omitempty"`
 	L1Stale      int        `json:"l1_stale,omitempty"`
@@ -160,7 +161,8 @@ func (r *run) stackRecord(stack string, sr *stackResult) Result {
 		res.HitRatio = &h
 	}
 	if stack == StackCSC {
-		res.AppClients, res.AppTTL, res.AppStaticTTL, res.Apps = r.o.CSCClients, r.o.CSCTTL.Seconds(), r.o.CSCStaticTTL, sr.apps
+		res.AppClients, res.AppTTL, res.AppStaticTTL, res.Apps = r.o.CSCClients, r.o.CSCTTL.Seconds(), sr.static, sr.apps
+		res.Note = sr.note
 		res.L1Entries, res.L1Stale = sr.l1Entries, sr.l1Stale
 		res.CommitToPush, res.ClientLag = sr.pushLag, sr.clientLag
 	}

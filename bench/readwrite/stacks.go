@@ -21,6 +21,8 @@ type stackResult struct {
 	apps               []AppAudit
 	pushLag            *PushLag
 	clientLag          *ClientLag
+	static             bool   // DoCache sent GET alone
+	note               string // why, when not asked to
 }
 
 // runCacheAside is the Valkey cache-aside of "Cache-aside without the race": readers GET, and
