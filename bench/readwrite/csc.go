@@ -214,6 +214,7 @@ func (r *run) auditApps(ctx context.Context, apps []*appClient, static bool) ([]
 				v, err := res.ToString()
 				if row, ok := rows[ids[j]]; err != nil || !ok || v != row {
 					out[i].Stale++
+					r.noteStale(fmt.Sprintf("app client %d", i), ids[j], v, row)
 				}
 			}
 		}

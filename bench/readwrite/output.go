@@ -47,6 +47,11 @@ func printTables(w io.Writer, results []Result) {
 		if note := unevenWrites(stacks); note != "" {
 			fmt.Fprintln(w, note)
 		}
+		for _, r := range stacks {
+			for _, n := range r.StaleNotes {
+				fmt.Fprintf(w, "stale in %s: %s\n", r.Stack, n)
+			}
+		}
 		if lines := cscReport(stacks); len(lines) > 0 {
 			fmt.Fprintln(w)
 			for _, l := range lines {

@@ -49,10 +49,12 @@ type Result struct {
 
 	// pgcache-csc: HitRatio is the app caches'; Entries and Stale add up
 	// the L1s' and the app caches'.
-	AppClients   int        `json:"app_clients,omitempty"`
-	AppTTL       float64    `json:"app_ttl_s,omitempty"`
-	AppStaticTTL bool       `json:"app_static_ttl,omitempty"` // DoCache sent GET alone
-	Note         string     `json:"note,omitempty"`
+	AppClients   int     `json:"app_clients,omitempty"`
+	AppTTL       float64 `json:"app_ttl_s,omitempty"`
+	AppStaticTTL bool    `json:"app_static_ttl,omitempty"` // DoCache sent GET alone
+	Note         string  `json:"note,omitempty"`
+
+	StaleNotes   []string   `json:"stale_notes,omitempty"` // the first stale entries found
 	Apps         []AppAudit `json:"apps,omitempty"`
 	L1Entries    int        `json:"l1_cached,omitempty"`
 	L1Stale      int        `json:"l1_stale,omitempty"`
@@ -75,6 +77,9 @@ type run struct {
 	env *env
 	// rowPrefix is the table route's key prefix: CRUD:<db>.public.<table>:.
 	rowPrefix string
+	// staleNotes name the first stale entries the current stack's audit
+	// found.
+	staleNotes []string
 }
 
 // Run runs the stacks and the write-overhead measurements and writes the
@@ -100,6 +105,7 @@ func Run(ctx context.Context, o Options, stdout io.Writer) ([]Result, error) {
 		}
 		fmt.Fprintf(stdout, "== %s: %d readers, %d writers at %s, %d rows, %v\n", stack, o.Readers, o.Writers, rateText(&o), o.Rows, o.Duration)
 		var sr *stackResult
+		r.staleNotes = nil
 		switch stack {
 		case StackPgcache:
 			sr, err = r.runPgcache(ctx)
@@ -151,7 +157,7 @@ func (r *run) stackRecord(stack string, sr *stackResult) Result {
 		P50ms:       float64(l.latency.ValueAtQuantile(50)) / 1000,
 		P99ms:       float64(l.latency.ValueAtQuantile(99)) / 1000,
 		UpdatesPerS: float64(l.updates) / l.elapsed.Seconds(),
-		Stale:       sr.stale, Entries: sr.entries,
+		Stale:       sr.stale, Entries: sr.entries, StaleNotes: r.staleNotes,
 		Reads: l.reads, Updates: l.updates, ReadErrors: l.readErrs, WriteErrors: l.writeErrs,
 		Writers: r.o.Writers, Readers: r.o.Readers, Rows: r.o.Rows, UpdateRate: r.o.UpdateRate,
 		AsyncCommit: r.o.AsyncCommit, DurationS: l.elapsed.Seconds(),

@@ -84,6 +84,7 @@ func (r *run) runCacheAside(ctx context.Context) (*stackResult, error) {
 			res.entries++
 			if row != cached {
 				res.stale++
+				r.noteStale("Valkey", id, cached, row)
 			}
 		}
 		if cursor = scan.Cursor; cursor == 0 {
