@@ -97,12 +97,16 @@ func (r *run) auditL1(ctx context.Context, in instance.Instance) (entries, stale
 			found++
 			if cached[id] != row {
 				stale++
+				r.noteStale(fmt.Sprintf("L1 of %s", in.Addr("resp")), id, cached[id], row)
 			}
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
 		stale += len(ids) - found // rows gone
+		if len(ids) > found {
+			r.noteStale(fmt.Sprintf("L1 of %s", in.Addr("resp")), -1, "", "(rows gone)")
+		}
 		ids = ids[:0]
 		clear(cached)
 		return nil
@@ -147,6 +151,18 @@ func (r *run) auditL1(ctx context.Context, in instance.Instance) (entries, stale
 		return entries, stale, fmt.Errorf("GET %s: the listing was cut (%d entries read, trailer %q)", l1Path, entries, n)
 	}
 	return entries, stale, nil
+}
+
+// maxStaleNotes bounds the stale entries a stack's record names.
+const maxStaleNotes = 5
+
+// noteStale names a stale entry (id -1: not one row) in the record of the
+// stack being audited, up to maxStaleNotes: what to look at when a stack
+// that should have none has some.
+func (r *run) noteStale(where string, id int64, cached, row string) {
+	if len(r.staleNotes) < maxStaleNotes {
+		r.staleNotes = append(r.staleNotes, fmt.Sprintf("%s: row %d: cached %.200q, PostgreSQL %.200q", where, id, cached, row))
+	}
 }
 
 // l1Stats adds up the rows route's L1 counters of every instance, read

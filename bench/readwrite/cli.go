@@ -33,6 +33,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "reads while writing, per stack")
 	fs.IntVar(&o.Instances, "instances", 1, "pgcache instances sharing the database (readers and writers spread across them)")
 	fs.StringVar(&stacks, "stacks", strings.Join(Stacks, ","), "stacks to run, comma-separated")
+	fs.IntVar(&o.CSCClients, "csc-clients", DefaultCSCClients, "pgcache-csc: app clients the readers share, each with its own client-side cache")
+	fs.DurationVar(&o.CSCTTL, "csc-ttl", DefaultCSCTTL, "pgcache-csc: the readers' DoCache TTL (the longest an app keeps a row whose invalidation it missed)")
+	fs.BoolVar(&o.CSCStaticTTL, "csc-static-ttl", false, "pgcache-csc: DoCache sends GET alone (valkey-go's ToStaticTTL), not its default MULTI/PTTL/GET/EXEC")
 	fs.DurationVar(&o.FillDelay, "fill-delay", 0, "hold cache-aside readers this long between SELECT and SET (a demonstration of the late-fill race)")
 	fs.DurationVar(&o.OverheadDuration, "overhead-duration", DefaultOverheadDuration, "time each write-overhead variant runs, in 3 turns with the others (the median is reported); negative skips them")
 	fs.DurationVar(&o.SettleTimeout, "settle-timeout", DefaultSettleTimeout, "how long to wait for fences after the writers stop")
@@ -45,13 +48,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	memlimit := fs.String("server-memlimit", fmt.Sprintf("%dGiB", DefaultServerMemLimit>>30), "GOMEMLIMIT of each pgcache child")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s\n\nReads while writing, as \"Cache-aside without the race\" (pg_local_cache) measured\nthem: pgcache's coherent L1, Valkey cache-aside and prepared SQL on one table,\nstale entries after the writes settle, and what invalidation costs writers.\nThe seed columns are that article's figures (docs/bench.md).\n\nflags:\n", Usage)
+		fmt.Fprintf(stderr, "usage: %s\n\nReads while writing, as \"Cache-aside without the race\" (pg_local_cache) measured\nthem: pgcache's coherent L1, the apps' own caches kept by pgcache's CLIENT TRACKING\n(pgcache-csc), Valkey cache-aside and prepared SQL on one table, stale entries\nafter the writes settle, and what invalidation costs writers.\nThe seed columns are that article's figures (docs/bench.md).\n\nflags:\n", Usage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		// pflag returns the error without printing it (ContinueOnError).
+		fmt.Fprintf(stderr, "pgcache bench coherence: %v\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -27,11 +27,10 @@ type instanceConfig struct {
 	Routes          []map[string]any          `yaml:"routes"`
 }
 
-// startInstance writes instance i's config under dir and starts it, as a
-// child process or in this one, and waits until /readyz says its L1 is
-// online.
-func (r *run) startInstance(ctx context.Context, dir string, i int) (instance.Instance, error) {
-	tag := fmt.Sprintf("pgcache-%d", i)
+// startInstance writes the config of instance tag under dir and starts it,
+// as a child process or in this one, and waits until /readyz says its L1
+// is online.
+func (r *run) startInstance(ctx context.Context, dir, tag string) (instance.Instance, error) {
 	cfgPath := filepath.Join(dir, "config", tag+".yaml")
 	logPath := filepath.Join(dir, "logs", tag+".log")
 	// The HTTP data API is off: readers use RESP, the audit the admin API.
@@ -84,7 +83,7 @@ func (r *run) startInstance(ctx context.Context, dir string, i int) (instance.In
 	}
 	inst, err := instance.Start(ctx, child, cfg, logPath)
 	if err != nil {
-		return nil, fmt.Errorf("pgcache instance %d: %w", i, err)
+		return nil, fmt.Errorf("%s: %w", tag, err)
 	}
 	return inst, nil
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// readFunc reads row id once and says whether a cache answered it.
-type readFunc func(ctx context.Context, id int64) (hit bool, err error)
+// readFunc is reader's read of row id, once; it says whether a cache
+// answered it.
+type readFunc func(ctx context.Context, reader int, id int64) (hit bool, err error)
 
 // writeFunc changes row id.
 type writeFunc func(ctx context.Context, id int64) error
@@ -47,7 +48,7 @@ func runLoad(ctx context.Context, o *Options, read readFunc, write writeFunc, pr
 			for n := 0; n < maxOps && ctx.Err() == nil; n++ {
 				id := 1 + rng.Int64N(int64(o.Rows))
 				t0 := time.Now()
-				hit, err := read(ctx, id)
+				hit, err := read(ctx, r, id)
 				if ctx.Err() != nil {
 					break
 				}
@@ -148,7 +149,7 @@ func warm(ctx context.Context, o *Options, read readFunc) error {
 	for r := range o.Readers {
 		wg.Go(func() {
 			for id := int64(1 + r); id <= int64(o.Rows) && ctx.Err() == nil; id += int64(o.Readers) {
-				if _, err := read(ctx, id); err != nil {
+				if _, err := read(ctx, r, id); err != nil {
 					once.Do(func() { firstErr = fmt.Errorf("warmup: %w", err) })
 					return
 				}

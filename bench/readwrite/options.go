@@ -6,6 +6,9 @@
 //
 //   - pgcache: a table route with a coherent L1; readers send RESP MGET of
 //     one CRUD: key.
+//   - pgcache-csc: the pgcache stack's servers and route, with readers that
+//     keep rows in their own memory (valkey-go's DoCache, client-side
+//     caching on), invalidated by pgcache's CLIENT TRACKING pushes.
 //   - valkey-cache-aside: readers GET from Valkey and, on a miss, SELECT the
 //     row and SET it; writers UPDATE, then DEL the key.
 //   - prepared-sql: readers SELECT the row with a prepared statement.
@@ -33,12 +36,13 @@ import (
 // Stack names.
 const (
 	StackPgcache    = "pgcache"
+	StackCSC        = "pgcache-csc"
 	StackCacheAside = "valkey-cache-aside"
 	StackSQL        = "prepared-sql"
 )
 
 // Stacks lists the stacks in the order they run.
-var Stacks = []string{StackPgcache, StackCacheAside, StackSQL}
+var Stacks = []string{StackPgcache, StackCSC, StackCacheAside, StackSQL}
 
 // Defaults: the run of "Cache-aside without the race" (60k rows, 64 readers, 30,000 UPDATE/s).
 const (
@@ -49,6 +53,13 @@ const (
 	DefaultDuration         = 30 * time.Second
 	DefaultOverheadDuration = 10 * time.Second
 	DefaultSettleTimeout    = 30 * time.Second
+
+	// DefaultCSCClients is how many app clients, each with its own cache,
+	// the pgcache-csc stack's readers share.
+	DefaultCSCClients = 4
+	// DefaultCSCTTL is the client-side TTL of the pgcache-csc stack's
+	// DoCache: the longest an app keeps a row whose invalidation it missed.
+	DefaultCSCTTL = time.Minute
 
 	// DefaultServerProcs caps a child pgcache's GOMAXPROCS (at the CPUs
 	// there are), as the engine bench does.
@@ -93,6 +104,24 @@ type Options struct {
 	// UPDATE rate, it lets the writers come nearer the asked rate.
 	AsyncCommit bool
 
+	// CSCClients is how many app clients the pgcache-csc stack's readers
+	// share (reader i uses client i mod CSCClients), each with its own
+	// client-side cache, spread over the instances; default
+	// DefaultCSCClients.
+	CSCClients int
+	// CSCTTL is the pgcache-csc readers' DoCache TTL; default DefaultCSCTTL.
+	CSCTTL time.Duration
+	// CSCStaticTTL makes the pgcache-csc readers' DoCache send the GET
+	// alone (valkey-go's ToStaticTTL) instead of its default transaction
+	// (MULTI, PTTL, GET, EXEC): the entry then lives CSCTTL, whatever the
+	// key's own TTL. Without it the stack tries the transaction first, and
+	// sends the GET alone, saying so, when pgcache refuses it.
+	CSCStaticTTL bool
+	// cscDeaf adds app clients whose cache ignores invalidations, beside
+	// the CSCClients, reading as they do: the audit must find them stale
+	// (tests).
+	cscDeaf int
+
 	// FillDelay holds a cache-aside reader between its SELECT and its SET:
 	// a demonstration of the late-fill race (valkey-cache-aside only).
 	FillDelay time.Duration
@@ -121,6 +150,10 @@ func (o *Options) fill() {
 	def(&o.Readers, DefaultReaders)
 	def(&o.Writers, DefaultWriters)
 	def(&o.Instances, 1)
+	def(&o.CSCClients, DefaultCSCClients)
+	if o.CSCTTL <= 0 {
+		o.CSCTTL = DefaultCSCTTL
+	}
 	if o.UpdateRate < 0 {
 		o.UpdateRate = 0
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -26,8 +28,12 @@ func printTables(w io.Writer, results []Result) {
 			if r.HitRatio != nil {
 				hit = fmt.Sprintf("%.3f", *r.HitRatio)
 			}
-			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.3f\t%.3f\t%.0f\t%d\t%d\t%.0f\t\n",
-				r.Stack, r.ReadsPerS, hit, r.P50ms, r.P99ms, r.UpdatesPerS, r.Entries, r.Stale, seedReads[r.Stack])
+			seed := "—"
+			if v, ok := seedReads[r.Stack]; ok {
+				seed = fmt.Sprintf("%.0f", v)
+			}
+			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.3f\t%.3f\t%.0f\t%d\t%d\t%s\t\n",
+				r.Stack, r.ReadsPerS, hit, r.P50ms, r.P99ms, r.UpdatesPerS, r.Entries, r.Stale, seed)
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "seed: the figures of \"Cache-aside without the race\" (pg_local_cache 3.1.0, two 16-vCPU VMs; docs/bench.md)")
@@ -40,6 +46,17 @@ func printTables(w io.Writer, results []Result) {
 		}
 		if note := unevenWrites(stacks); note != "" {
 			fmt.Fprintln(w, note)
+		}
+		for _, r := range stacks {
+			for _, n := range r.StaleNotes {
+				fmt.Fprintf(w, "stale in %s: %s\n", r.Stack, n)
+			}
+		}
+		if lines := cscReport(stacks); len(lines) > 0 {
+			fmt.Fprintln(w)
+			for _, l := range lines {
+				fmt.Fprintln(w, l)
+			}
 		}
 	}
 	oh := byKind(results, "write_overhead")
@@ -57,6 +74,89 @@ func printTables(w io.Writer, results []Result) {
 		tw.Flush()
 		fmt.Fprintln(w, "seed (\"Cache-aside without the race\"): 3.6–8.2% lower through pg_local_cache; 28.9–63.7% lower for UPDATE followed by Valkey DEL")
 	}
+}
+
+// The targets of the pgcache-csc stack (issue 18), in the same run.
+const (
+	targetCSCvsSQL     = 10.0
+	targetCSCvsPgcache = 3.0
+	targetPushP99ms    = 50.0
+)
+
+// cscReport is the pgcache-csc stack's own lines: its app caches' audit,
+// the commit-to-push lag pgcache measured, the commit-to-invalidation lag
+// the apps saw, and the targets.
+func cscReport(stacks []Result) []string {
+	c := find(stacks, StackCSC)
+	if c == nil {
+		return nil
+	}
+	var out []string
+	add := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+	cached, stale := c.AppCached()
+	hit := "—"
+	if c.HitRatio != nil {
+		hit = fmt.Sprintf("%.3f", *c.HitRatio)
+	}
+	form := "MULTI/PTTL/GET/EXEC"
+	if c.AppStaticTTL {
+		form = "GET alone"
+	}
+	add("pgcache-csc: %d app clients (valkey-go DoCache, %s, TTL %gs), app-cache hit ratio %s; audit: app caches %d cached, %d stale; L1 %d cached, %d stale",
+		c.AppClients, form, c.AppTTL, hit, cached, stale, c.L1Entries, c.L1Stale)
+	if c.Note != "" {
+		add("  note: %s", c.Note)
+	}
+	for i, a := range c.Apps {
+		if a.Deaf {
+			add("  app client %d ignores invalidations (test): %d cached, %d stale", i, a.Cached, a.Stale)
+		}
+	}
+	p := c.CommitToPush
+	switch {
+	case p == nil || !p.Exported:
+		add("commit-to-push lag (%s): not exported", pushLagMetric)
+	default:
+		add("commit-to-push lag (%s, the run's share): %d pushes, p50 %.3f ms, p99 %.3f ms", pushLagMetric, p.Count, p.P50ms, p.P99ms)
+		var b strings.Builder
+		var prev uint64
+		for _, x := range p.Buckets {
+			le := "+Inf"
+			if x.LE != math.MaxFloat64 {
+				le = strconv.FormatFloat(x.LE*1000, 'g', -1, 64)
+			}
+			fmt.Fprintf(&b, " ≤%s:%d", le, x.Count-prev)
+			prev = x.Count
+		}
+		add("  per bucket (ms: pushes):%s", b.String())
+	}
+	if l := c.ClientLag; l != nil {
+		add("commit-to-invalidation lag at the app (writer's call returned → valkey-go OnInvalidations): %d samples, p50 %.3f ms, p99 %.3f ms, max %.3f ms; %d unattributed, %d drop-everything",
+			l.Samples, l.P50ms, l.P99ms, l.MaxMs, l.Unattributed, l.DropAll)
+	}
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	if sql := find(stacks, StackSQL); sql != nil && sql.ReadsPerS > 0 {
+		x := c.ReadsPerS / sql.ReadsPerS
+		add("target pgcache-csc / prepared-sql reads: %.2f (≥ %g: %s)", x, targetCSCvsSQL, met(x >= targetCSCvsSQL))
+	}
+	if pg := find(stacks, StackPgcache); pg != nil && pg.ReadsPerS > 0 {
+		x := c.ReadsPerS / pg.ReadsPerS
+		add("target pgcache-csc / pgcache reads: %.2f (≥ %g: %s)", x, targetCSCvsPgcache, met(x >= targetCSCvsPgcache))
+	}
+	add("target pgcache-csc stale: %d (0: %s)", c.Stale, met(c.Stale == 0))
+	if p == nil || !p.Exported {
+		add("target commit-to-push p99 ≤ %g ms: not exported", targetPushP99ms)
+	} else if p.Count == 0 {
+		add("target commit-to-push p99 ≤ %g ms: no pushes measured", targetPushP99ms)
+	} else {
+		add("target commit-to-push p99: %.3f ms (≤ %g ms: %s)", p.P99ms, targetPushP99ms, met(p.P99ms <= targetPushP99ms))
+	}
+	return out
 }
 
 // unevenWrites says so when the writers fell short of the asked rate in
@@ -144,6 +244,13 @@ table{border-collapse:collapse}td,th{padding:.2em .8em;border-bottom:1px solid #
 	b.WriteString(barSVG("Reads per second", reads))
 	b.WriteString(barSVG("Hit ratio", hits))
 	b.WriteString(barSVG("Stale entries after the writes settled", stale))
+	if lines := cscReport(stacks); len(lines) > 0 {
+		b.WriteString("<h2>pgcache-csc</h2><pre>")
+		for _, l := range lines {
+			b.WriteString(html.EscapeString(l) + "\n")
+		}
+		b.WriteString("</pre>")
+	}
 	var oh []bar
 	for _, r := range byKind(results, "write_overhead") {
 		oh = append(oh, bar{fmt.Sprintf("%s, %d writers", r.Variant, r.Writers), r.UpdatesPerS, fmt.Sprintf("%.0f/s", r.UpdatesPerS)})

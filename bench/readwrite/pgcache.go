@@ -22,55 +22,24 @@ import (
 // each instance's L1 is read through its admin API (GET /debug/l1) and
 // compared with PostgreSQL.
 func (r *run) runPgcache(ctx context.Context) (_ *stackResult, err error) {
-	dir, done, err := r.instanceDir()
+	insts, clients, stop, err := r.startInstances(ctx, StackPgcache)
 	if err != nil {
 		return nil, err
 	}
-	var insts []instance.Instance
 	defer func() {
-		for _, in := range insts {
-			if serr := in.Stop(); serr != nil && err == nil {
-				err = serr
-			}
+		if serr := stop(); serr != nil && err == nil {
+			err = serr
 		}
-		done()
 	}()
-	for i := range r.o.Instances {
-		in, err := r.startInstance(ctx, dir, i)
-		if err != nil {
-			return nil, err
-		}
-		insts = append(insts, in)
-	}
-	var clients []valkey.Client
-	for _, in := range insts {
-		c, err := dialRESP(in.Addr("resp"))
-		if err != nil {
-			return nil, fmt.Errorf("pgcache: %w", err)
-		}
-		defer c.Close()
-		clients = append(clients, c)
-	}
-	crud := "CRUD:" + r.env.database + ".public." + rowsTable + ":"
-	read := func(ctx context.Context, id int64) (bool, error) {
+	read := func(ctx context.Context, _ int, id int64) (bool, error) {
 		c := clients[int(id)%len(clients)]
-		vals, err := c.Do(ctx, c.B().Mget().Key(crud+strconv.FormatInt(id, 10)).Build()).ToArray()
+		vals, err := c.Do(ctx, c.B().Mget().Key(r.rowKey(id)).Build()).ToArray()
 		if err == nil && (len(vals) != 1 || vals[0].IsNil()) {
 			err = fmt.Errorf("row %d: MGET answered %v", id, vals)
 		}
 		return false, err
 	}
-	var writes atomicCounter
-	sqlWrite := r.sqlWriter()
-	write := func(ctx context.Context, id int64) error {
-		n := writes.next()
-		if len(clients) > 1 && n%2 == 0 {
-			row := fmt.Sprintf(`{"id":%d,"v":%d,"payload":"w%d"}`, id, n, n)
-			c := clients[int(n/2)%len(clients)]
-			return c.Do(ctx, c.B().Set().Key(crud+strconv.FormatInt(id, 10)).Value(row).Build()).Error()
-		}
-		return sqlWrite(ctx, id)
-	}
+	write := r.pgcacheWriter(clients)
 	if err := r.warm(ctx, read); err != nil {
 		return nil, err
 	}
@@ -99,6 +68,65 @@ func (r *run) runPgcache(ctx context.Context) (_ *stackResult, err error) {
 		res.stale += stale
 	}
 	return res, nil
+}
+
+// startInstances starts o.Instances pgcache servers for stack (their
+// configs and logs are named after it) and a RESP client of each
+// (client-side caching off); stop closes the clients and stops the servers.
+func (r *run) startInstances(ctx context.Context, stack string) (insts []instance.Instance, clients []valkey.Client, stop func() error, err error) {
+	dir, done, err := r.instanceDir()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stop = func() error {
+		var first error
+		for _, c := range clients {
+			c.Close()
+		}
+		for _, in := range insts {
+			if serr := in.Stop(); serr != nil && first == nil {
+				first = serr
+			}
+		}
+		done()
+		return first
+	}
+	for i := range r.o.Instances {
+		in, err := r.startInstance(ctx, dir, fmt.Sprintf("%s-%d", stack, i))
+		if err != nil {
+			return nil, nil, nil, errors.Join(err, stop())
+		}
+		insts = append(insts, in)
+	}
+	for _, in := range insts {
+		c, err := dialRESP(in.Addr("resp"))
+		if err != nil {
+			return nil, nil, nil, errors.Join(fmt.Errorf("pgcache: %w", err), stop())
+		}
+		clients = append(clients, c)
+	}
+	return insts, clients, stop, nil
+}
+
+// rowKey is row id's key on the table route, in its canonical spelling
+// (the one a write of the row reports to tracking clients).
+func (r *run) rowKey(id int64) string { return r.rowPrefix + strconv.FormatInt(id, 10) }
+
+// pgcacheWriter is the writers of the stacks through pgcache: UPDATE by
+// SQL and, with several instances, every second write a SET of the row
+// through one of them in turn.
+func (r *run) pgcacheWriter(clients []valkey.Client) writeFunc {
+	var writes atomicCounter
+	sqlWrite := r.sqlWriter()
+	return func(ctx context.Context, id int64) error {
+		n := writes.next()
+		if len(clients) > 1 && n%2 == 0 {
+			row := fmt.Sprintf(`{"id":%d,"v":%d,"payload":"w%d"}`, id, n, n)
+			c := clients[int(n/2)%len(clients)]
+			return c.Do(ctx, c.B().Set().Key(r.rowKey(id)).Value(row).Build()).Error()
+		}
+		return sqlWrite(ctx, id)
+	}
 }
 
 // instanceDir is where the instances' configs and logs go: the output

@@ -40,6 +40,14 @@ func TestTinyRun(t *testing.T) {
 		if r.Kind == "stack" && (r.Reads == 0 || r.Updates == 0) {
 			t.Errorf("%s: %d reads, %d updates", r.Stack, r.Reads, r.Updates)
 		}
+		if r.Stack == StackCSC {
+			if r.Stale != 0 {
+				t.Errorf("pgcache-csc ended with %d stale entries (L1 %d)", r.Stale, r.L1Stale)
+			}
+			if len(r.Apps) != DefaultCSCClients || r.CommitToPush == nil || r.ClientLag == nil {
+				t.Errorf("pgcache-csc: %d app caches audited, want %d; lags %v, %v", len(r.Apps), DefaultCSCClients, r.CommitToPush, r.ClientLag)
+			}
+		}
 		if r.Stack == StackPgcache {
 			if r.Stale != 0 {
 				t.Errorf("pgcache ended with %d stale entries", r.Stale)
@@ -52,7 +60,7 @@ func TestTinyRun(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"stack/pgcache", "stack/valkey-cache-aside", "stack/prepared-sql",
+	for _, want := range []string{"stack/pgcache", "stack/pgcache-csc", "stack/valkey-cache-aside", "stack/prepared-sql",
 		"write_overhead/plain", "write_overhead/fenced", "write_overhead/update+del"} {
 		if !seen[want] {
 			t.Errorf("no %s record", want)
@@ -61,7 +69,8 @@ func TestTinyRun(t *testing.T) {
 	if html, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !strings.Contains(string(html), "<svg") {
 		t.Errorf("report.html: %v", err)
 	}
-	for _, f := range []string{"config/pgcache-0.yaml", "config/pgcache-1.yaml", "logs/pgcache-0.log", "logs/pgcache-1.log"} {
+	for _, f := range []string{"config/pgcache-0.yaml", "config/pgcache-1.yaml", "logs/pgcache-0.log", "logs/pgcache-1.log",
+		"config/pgcache-csc-0.yaml", "logs/pgcache-csc-1.log"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("instance file: %v", err)
 		}

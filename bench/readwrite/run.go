@@ -46,12 +46,40 @@ type Result struct {
 	ServerProcs int     `json:"server_procs,omitempty"` // GOMAXPROCS of each child
 	FillDelay   float64 `json:"fill_delay_ms,omitempty"`
 	DurationS   float64 `json:"duration_s"`
+
+	// pgcache-csc: HitRatio is the app caches'; Entries and Stale add up
+	// the L1s' and the app caches'.
+	AppClients   int     `json:"app_clients,omitempty"`
+	AppTTL       float64 `json:"app_ttl_s,omitempty"`
+	AppStaticTTL bool    `json:"app_static_ttl,omitempty"` // DoCache sent GET alone
+	Note         string  `json:"note,omitempty"`
+
+	StaleNotes   []string   `json:"stale_notes,omitempty"` // the first stale entries found
+	Apps         []AppAudit `json:"apps,omitempty"`
+	L1Entries    int        `json:"l1_cached,omitempty"`
+	L1Stale      int        `json:"l1_stale,omitempty"`
+	CommitToPush *PushLag   `json:"commit_to_push,omitempty"` // pgcache's histogram, the run's share
+	ClientLag    *ClientLag `json:"commit_to_invalidation,omitempty"`
+}
+
+// AppCached and AppStale add up the app caches' audit.
+func (r *Result) AppCached() (cached, stale int) {
+	for _, a := range r.Apps {
+		cached += a.Cached
+		stale += a.Stale
+	}
+	return cached, stale
 }
 
 // run is one `pgcache bench coherence`.
 type run struct {
 	o   *Options
 	env *env
+	// rowPrefix is the table route's key prefix: CRUD:<db>.public.<table>:.
+	rowPrefix string
+	// staleNotes name the first stale entries the current stack's audit
+	// found.
+	staleNotes []string
 }
 
 // Run runs the stacks and the write-overhead measurements and writes the
@@ -69,7 +97,7 @@ func Run(ctx context.Context, o Options, stdout io.Writer) ([]Result, error) {
 	if err := e.seed(ctx, o.Rows); err != nil {
 		return nil, err
 	}
-	r := &run{o: &o, env: e}
+	r := &run{o: &o, env: e, rowPrefix: "CRUD:" + e.database + ".public." + rowsTable + ":"}
 	var results []Result
 	for _, stack := range o.Stacks {
 		if ctx.Err() != nil {
@@ -77,9 +105,12 @@ func Run(ctx context.Context, o Options, stdout io.Writer) ([]Result, error) {
 		}
 		fmt.Fprintf(stdout, "== %s: %d readers, %d writers at %s, %d rows, %v\n", stack, o.Readers, o.Writers, rateText(&o), o.Rows, o.Duration)
 		var sr *stackResult
+		r.staleNotes = nil
 		switch stack {
 		case StackPgcache:
 			sr, err = r.runPgcache(ctx)
+		case StackCSC:
+			sr, err = r.runCSC(ctx)
 		case StackCacheAside:
 			sr, err = r.runCacheAside(ctx)
 		case StackSQL:
@@ -126,7 +157,7 @@ func (r *run) stackRecord(stack string, sr *stackResult) Result {
 		P50ms:       float64(l.latency.ValueAtQuantile(50)) / 1000,
 		P99ms:       float64(l.latency.ValueAtQuantile(99)) / 1000,
 		UpdatesPerS: float64(l.updates) / l.elapsed.Seconds(),
-		Stale:       sr.stale, Entries: sr.entries,
+		Stale:       sr.stale, Entries: sr.entries, StaleNotes: r.staleNotes,
 		Reads: l.reads, Updates: l.updates, ReadErrors: l.readErrs, WriteErrors: l.writeErrs,
 		Writers: r.o.Writers, Readers: r.o.Readers, Rows: r.o.Rows, UpdateRate: r.o.UpdateRate,
 		AsyncCommit: r.o.AsyncCommit, DurationS: l.elapsed.Seconds(),
@@ -135,7 +166,13 @@ func (r *run) stackRecord(stack string, sr *stackResult) Result {
 		h := sr.hitRatio
 		res.HitRatio = &h
 	}
-	if stack == StackPgcache {
+	if stack == StackCSC {
+		res.AppClients, res.AppTTL, res.AppStaticTTL, res.Apps = r.o.CSCClients, r.o.CSCTTL.Seconds(), sr.static, sr.apps
+		res.Note = sr.note
+		res.L1Entries, res.L1Stale = sr.l1Entries, sr.l1Stale
+		res.CommitToPush, res.ClientLag = sr.pushLag, sr.clientLag
+	}
+	if stack == StackPgcache || stack == StackCSC {
 		res.Instances, res.Server = r.o.Instances, r.o.Server
 		if r.o.Server == ServerChild {
 			res.ServerProcs = r.o.ServerProcs

@@ -15,6 +15,14 @@ type stackResult struct {
 	hitRatio float64 // -1: the stack has no cache
 	entries  int     // cached entries audited
 	stale    int
+
+	// pgcache-csc: entries and stale above add these up.
+	l1Entries, l1Stale int
+	apps               []AppAudit
+	pushLag            *PushLag
+	clientLag          *ClientLag
+	static             bool   // DoCache sent GET alone
+	note               string // why, when not asked to
 }
 
 // runCacheAside is the Valkey cache-aside of "Cache-aside without the race": readers GET, and
@@ -24,7 +32,7 @@ func (r *run) runCacheAside(ctx context.Context) (*stackResult, error) {
 	if err := v.Do(ctx, v.B().Flushdb().Build()).Error(); err != nil {
 		return nil, fmt.Errorf("valkey: %w", err)
 	}
-	read := func(ctx context.Context, id int64) (bool, error) {
+	read := func(ctx context.Context, _ int, id int64) (bool, error) {
 		key := cacheKey(id)
 		if err := v.Do(ctx, v.B().Get().Key(key).Build()).Error(); err == nil {
 			return true, nil
@@ -76,6 +84,7 @@ func (r *run) runCacheAside(ctx context.Context) (*stackResult, error) {
 			res.entries++
 			if row != cached {
 				res.stale++
+				r.noteStale("Valkey", id, cached, row)
 			}
 		}
 		if cursor = scan.Cursor; cursor == 0 {
@@ -89,7 +98,7 @@ func cacheKey(id int64) string { return "row:" + strconv.FormatInt(id, 10) }
 
 // runSQL reads every row from PostgreSQL with a prepared statement.
 func (r *run) runSQL(ctx context.Context) (*stackResult, error) {
-	read := func(ctx context.Context, id int64) (bool, error) {
+	read := func(ctx context.Context, _ int, id int64) (bool, error) {
 		var row string
 		return false, r.env.db.QueryRow(ctx, rowJSON, id).Scan(&row)
 	}
