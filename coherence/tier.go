@@ -75,12 +75,22 @@ type Tier struct {
 // entry is a cached value with the token it was read under and its key's
 // bucket hash, so a hit can check it against the fences, and its deadline
 // (unix nanoseconds, 0 for none): the row's own expiry or the tier's TTL,
-// whichever comes first.
+// whichever comes first. row is the row's own deadline (0: none), which
+// MGetWithTTL answers.
 type entry struct {
 	val []byte
 	tok fence.Token
 	h   uint64
 	exp int64
+	row int64
+}
+
+// ttl is the row's remaining lifetime at now, as the backend would say.
+func (e entry) ttl(now int64) time.Duration {
+	if e.row == 0 {
+		return backends.TTLPersistent
+	}
+	return time.Duration(e.row - now)
 }
 
 func (e entry) usable(t *Tier, now int64) bool {
@@ -231,8 +241,12 @@ func (t *Tier) fill(key string, val []byte, tok fence.Token, h uint64, ttl time.
 		life = ttl
 	}
 	e := entry{val: val, tok: tok, h: h}
+	now := time.Now()
 	if life > 0 {
-		e.exp = time.Now().Add(life).UnixNano()
+		e.exp = now.Add(life).UnixNano()
+	}
+	if ttl != backends.TTLPersistent {
+		e.row = now.Add(ttl).UnixNano()
 	}
 	t.cache.Set(key, e)
 	if e.exp != 0 {
@@ -247,6 +261,31 @@ func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte,
 		t.Stats.Bypassed.Add(int64(len(keys)))
 		return t.Backend.MGet(ctx, keys, dst)
 	}
+	return mget(t, ctx, keys, dst,
+		func(e entry, _ int64) []byte { return e.val },
+		func(e backends.Expiring) []byte { return e.Val })
+}
+
+// MGetWithTTL is MGet with each value's remaining lifetime by the row's
+// deadline (backends.ExpiryReader): the values of one moment, as MGet's,
+// so a read-only transaction reads its keys with it and takes no lock.
+func (t *Tier) MGetWithTTL(ctx context.Context, keys []string, dst []backends.Expiring) ([]backends.Expiring, error) {
+	if !t.f.Online() {
+		t.Stats.Bypassed.Add(int64(len(keys)))
+		got, err := t.readMany(ctx, keys)
+		return append(dst, got...), err
+	}
+	return mget(t, ctx, keys, dst,
+		func(e entry, now int64) backends.Expiring { return backends.Expiring{Val: e.val, TTL: e.ttl(now)} },
+		func(e backends.Expiring) backends.Expiring { return e })
+}
+
+// mget appends one V per key: hit's of an L1 entry, read's of what one
+// backend call read for the misses. A hit fenced while the misses were
+// read would mix two moments (an atomic run fences its keys before it
+// commits), so then all keys are read again, in one call.
+func mget[V any](t *Tier, ctx context.Context, keys []string, dst []V,
+	hit func(e entry, now int64) V, read func(backends.Expiring) V) ([]V, error) {
 	base := len(dst)
 	now := time.Now().UnixNano()
 	tok0 := t.f.Token()
@@ -254,15 +293,16 @@ func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte,
 	var missingAt []int
 	var stack [64]uint64
 	hitHashes := stack[:0]
+	var zero V
 	for i, k := range keys {
 		if e, ok := otterread.Get(t.cache, k); ok && e.usable(t, now) {
 			t.Stats.Hits.Add(1)
-			dst = append(dst, e.val)
+			dst = append(dst, hit(e, now))
 			hitHashes = append(hitHashes, e.h)
 			continue
 		}
 		t.Stats.Misses.Add(1)
-		dst = append(dst, nil)
+		dst = append(dst, zero)
 		missing = append(missing, k)
 		missingAt = append(missingAt, base+i)
 	}
@@ -274,16 +314,21 @@ func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte,
 	if err != nil {
 		return dst[:base], err
 	}
-	// A hit served from before a write the misses' read saw would mix two
-	// moments: an atomic run fences its keys before it commits, so a hit
-	// fenced since tok0 means read them all again, in one query.
 	for _, h := range hitHashes {
 		if !t.f.Valid(tok0, t.table, h) {
-			return t.Backend.MGet(ctx, keys, dst[:base])
+			all, err := t.readMany(ctx, keys)
+			if err != nil {
+				return dst[:base], err
+			}
+			dst = dst[:base]
+			for _, e := range all {
+				dst = append(dst, read(e))
+			}
+			return dst, nil
 		}
 	}
 	for i, e := range got {
-		dst[missingAt[i]] = e.Val
+		dst[missingAt[i]] = read(e)
 		if e.Val == nil {
 			continue
 		}
@@ -293,6 +338,17 @@ func (t *Tier) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte,
 	}
 	return dst, nil
 }
+
+// GetWithTTL is MGetWithTTL of one key.
+func (t *Tier) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, bool, error) {
+	got, err := t.MGetWithTTL(ctx, []string{key}, nil)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return got[0].Val, got[0].TTL, got[0].Val != nil, nil
+}
+
+var _ backends.ExpiryReader = (*Tier)(nil)
 
 // readMany reads keys in one backend call, with their remaining lifetimes
 // when the backend has them (kv rows) and as rows that never expire when

@@ -7,6 +7,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/snapshot"
 	"github.com/pgcache/pgcache/route"
 )
 
@@ -260,8 +261,18 @@ func cmdExec(c *conn, _ [][]byte) {
 		c.execFn = c.execQueued
 	}
 	c.execing = m
-	c.atomically(r, keys, c.execFn)
+	c.atomically(r, keys, readsOnly(m.queued), c.execFn)
 	c.execing = nil
+}
+
+// readsOnly reports whether every queued request only reads.
+func readsOnly(reqs []queued) bool {
+	for _, q := range reqs {
+		if q.cmd.kind != kindRead {
+			return false
+		}
+	}
+	return true
 }
 
 // execQueued is EXEC's run: the queued requests of c.execing, once no
@@ -340,15 +351,21 @@ func appendKeys(dst [][]byte, cmd *command, args [][]byte) ([][]byte, string) {
 
 // atomically runs body as one atomic run of route r over keys, with the
 // handlers' backend calls on r going to the run's tx; with no route it
-// just runs body. body writes its replies. A store that runs the body again (after a conflicting write)
-// has the replies of the run before dropped.
-func (c *conn) atomically(r *route.Route, keys []string, body func()) {
+// just runs body. body writes its replies. A store that runs the body
+// again (after a conflicting write) has the replies of the run before
+// dropped. A body that only reads, on a store that reads many keys with
+// their lifetimes in one call (backends.ExpiryReader: PostgreSQL, an L1
+// tier), runs on those values (snapshot.ReadOnly), taking no locks and
+// fencing nothing: valkey-go's cached read is MULTI, PTTL, GET, EXEC.
+func (c *conn) atomically(r *route.Route, keys []string, readOnly bool, body func()) {
 	if r == nil || c.held != nil { // no keys, or inside EXEC's run, which holds them
 		body()
 		return
 	}
+	er, snap := backends.As[backends.ExpiryReader](r.Backend)
+	snap = snap && readOnly
 	a, ok := r.Backend.(backends.Atomic)
-	if !ok {
+	if !ok && !snap {
 		c.writeError("ERR route " + r.Name + " does not run transactions or scripts")
 		return
 	}
@@ -360,7 +377,12 @@ func (c *conn) atomically(r *route.Route, keys []string, body func()) {
 	run.of, run.body, run.mark = r, body, mark
 	c.holdOutput++
 	defer func() { c.holdOutput-- }()
-	err := a.Atomically(c.ctx, keys, run.fn)
+	var err error
+	if snap {
+		err = snapshot.ReadOnly(c.ctx, er, keys, run.fn)
+	} else {
+		err = a.Atomically(c.ctx, keys, run.fn)
+	}
 	run.of, run.as, run.body = nil, route.Route{}, nil
 	if err != nil {
 		c.out = c.out[:mark]

@@ -79,7 +79,7 @@ func (c *conn) runScript(args [][]byte, run func(script.Caller, [][]byte) script
 		c.writeError(bad)
 		return
 	}
-	c.atomically(r, stored, body)
+	c.atomically(r, stored, false, body)
 }
 
 // SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP ...

@@ -367,7 +367,7 @@ func cmdMSetNX(c *conn, args [][]byte) {
 		c.writeError(bad)
 		return
 	}
-	c.atomically(r, keys, func() {
+	c.atomically(r, keys, false, func() {
 		tx := &c.held.as
 		n, err := tx.Backend.Exists(c.ctx, keys)
 		if err != nil {

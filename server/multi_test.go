@@ -173,6 +173,26 @@ func TestExecIsolationOnPostgres(t *testing.T) {
 				reads.Add(1)
 			}
 		})
+		// A read-only EXEC (a kv table: one statement, or L1 hits checked
+		// against the fences; no locks) sees one moment too.
+		wg.Go(func() {
+			for !stop.Load() {
+				var ga, gb *redis.StringCmd
+				if _, err := rc.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+					ga, gb = tx.Get(ctx, ka), tx.Get(ctx, kb)
+					return nil
+				}); err != nil {
+					t.Error(err)
+					return
+				}
+				x, _ := strconv.Atoi(ga.Val())
+				y, _ := strconv.Atoi(gb.Val())
+				if x+y != 100 {
+					bad.Add(1)
+				}
+				reads.Add(1)
+			}
+		})
 		var movers sync.WaitGroup
 		for w := range 3 {
 			movers.Go(func() {
@@ -196,7 +216,7 @@ func TestExecIsolationOnPostgres(t *testing.T) {
 		stop.Store(true)
 		wg.Wait()
 		if bad.Load() != 0 {
-			t.Fatalf("%s: %d of %d MGETs saw half a transaction", p, bad.Load(), reads.Load())
+			t.Fatalf("%s: %d of %d MGETs and read-only EXECs saw half a transaction", p, bad.Load(), reads.Load())
 		}
 	}
 }

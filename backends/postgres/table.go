@@ -230,6 +230,26 @@ func (s *Table) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte
 	return dst, nil
 }
 
+// MGetWithTTL is MGet with each row's lifetime, which is none
+// (backends.ExpiryReader): one statement, so the rows of one moment, which
+// a read-only transaction reads its keys with.
+func (s *Table) MGetWithTTL(ctx context.Context, keys []string, dst []backends.Expiring) ([]backends.Expiring, error) {
+	vals, err := s.MGet(ctx, keys, nil)
+	if err != nil {
+		return dst, err
+	}
+	for _, v := range vals {
+		dst = append(dst, backends.Expiring{Val: v, TTL: backends.TTLPersistent})
+	}
+	return dst, nil
+}
+
+// GetWithTTL is Get with the row's lifetime: none.
+func (s *Table) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, bool, error) {
+	v, ok, err := s.Get(ctx, key)
+	return v, backends.TTLPersistent, ok, err
+}
+
 // Set upserts the row val describes; the key sets its primary key. A
 // column the object leaves out is written NULL: the value is the whole row,
 // as a Redis value is the whole value.
@@ -407,6 +427,7 @@ func (r *relation) column(name string) int {
 }
 
 var (
-	_ backends.Backend = (*Table)(nil)
-	_ opened           = (*Table)(nil)
+	_ backends.ExpiryReader = (*Table)(nil)
+	_ backends.Backend      = (*Table)(nil)
+	_ opened                = (*Table)(nil)
 )

@@ -22,6 +22,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -123,4 +124,28 @@ func Run(keys []string, state []backends.Expiring, start time.Time, fn func(tx b
 		writes = append(writes, w)
 	}
 	return writes, nil
+}
+
+// ReadOnly runs fn, which only reads, on keys as er reads them in one call:
+// a read-only transaction needs one moment of the store, not its locks (a
+// table's one statement; an L1 tier's hits checked against the fences,
+// its misses one statement). A write by fn is an error, and is not made.
+func ReadOnly(ctx context.Context, er backends.ExpiryReader, keys []string, fn func(tx backends.Backend) error) error {
+	keys = Unique(keys)
+	start := time.Now() // before the read: a deadline in the copy is never later than the key's
+	var state []backends.Expiring
+	if len(keys) > 0 {
+		var err error
+		if state, err = er.MGetWithTTL(ctx, keys, nil); err != nil {
+			return err
+		}
+	}
+	writes, err := Run(keys, state, start, fn)
+	if err != nil {
+		return err
+	}
+	if len(writes) > 0 {
+		return fmt.Errorf("snapshot: a read-only run wrote %d keys", len(writes))
+	}
+	return nil
 }
