@@ -91,6 +91,35 @@ func (n *notifyingBackend) MGet(ctx context.Context, keys []string, dst [][]byte
 	return n.Backend.MGet(ctx, keys, dst)
 }
 
+// MGetWithTTL makes the backend an ExpiryReader, as an L1 tier is: a
+// read-only EXEC reads its keys with it, before its requests run.
+func (n *notifyingBackend) MGetWithTTL(ctx context.Context, keys []string, dst []backends.Expiring) ([]backends.Expiring, error) {
+	n.pause()
+	for _, k := range keys {
+		v, ok, err := n.Backend.Get(ctx, k)
+		if err != nil {
+			return dst, err
+		}
+		ttl, err := n.Backend.TTL(ctx, k)
+		if err != nil {
+			return dst, err
+		}
+		if !ok {
+			v = nil
+		}
+		dst = append(dst, backends.Expiring{Val: v, TTL: ttl})
+	}
+	return dst, nil
+}
+
+func (n *notifyingBackend) GetWithTTL(ctx context.Context, key string) ([]byte, time.Duration, bool, error) {
+	got, err := n.MGetWithTTL(ctx, []string{key}, nil)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return got[0].Val, got[0].TTL, got[0].Val != nil, nil
+}
+
 func (n *notifyingBackend) Atomically(ctx context.Context, keys []string, fn func(tx backends.Backend) error) error {
 	return n.Backend.(backends.Atomic).Atomically(ctx, keys, fn)
 }
@@ -267,16 +296,20 @@ func TestTrackingNotifierReports(t *testing.T) {
 // held before it reads the backend, while the backend reports a change of
 // the key (or loses its source), gets its reply and then the
 // invalidation: the client drops what it just cached. The pause hook
-// makes the interleaving certain.
+// makes the interleaving certain. The same for a read-only EXEC (valkey-go's
+// cached read), which reads its keys before its requests run.
 func TestTrackingReadRacesReport(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		report backends.Outside
 		want   string
+		exec   bool
 	}{
-		{"keys", backends.Outside{Keys: []string{"k"}, Source: "postgres"}, pushOf("pg:k")},
-		{"all", backends.Outside{All: true, Source: "postgres"}, pushOf("pg:k")},
-		{"lost", backends.Outside{Lost: true, All: true, Source: "postgres"}, pushOf()},
+		{"keys", backends.Outside{Keys: []string{"k"}, Source: "postgres"}, pushOf("pg:k"), false},
+		{"all", backends.Outside{All: true, Source: "postgres"}, pushOf("pg:k"), false},
+		{"lost", backends.Outside{Lost: true, All: true, Source: "postgres"}, pushOf(), false},
+		{"exec-keys", backends.Outside{Keys: []string{"k"}, Source: "postgres"}, pushOf("pg:k"), true},
+		{"exec-lost", backends.Outside{Lost: true, All: true, Source: "postgres"}, pushOf(), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts, nb := startNotifying(t)
@@ -287,7 +320,14 @@ func TestTrackingReadRacesReport(t *testing.T) {
 			nb.mu.Lock()
 			nb.paused = paused
 			nb.mu.Unlock()
-			c.send(encode("GET", "pg:k"))
+			if tc.exec {
+				c.do("MULTI")
+				c.do("PTTL", "pg:k")
+				c.do("GET", "pg:k")
+				c.send(encode("EXEC"))
+			} else {
+				c.send(encode("GET", "pg:k"))
+			}
 			release := <-paused // registered, not yet read
 			nb.mu.Lock()
 			nb.paused = nil
@@ -297,7 +337,11 @@ func TestTrackingReadRacesReport(t *testing.T) {
 			}
 			nb.report(tc.report)
 			close(release)
-			if got, want := c.reply(), "$3\r\nnew\r\n"; got != want {
+			want := "$3\r\nnew\r\n"
+			if tc.exec {
+				want = "*2\r\n:-1\r\n$3\r\nnew\r\n"
+			}
+			if got := c.reply(); got != want {
 				t.Fatalf("the held read: got %q, want %q", got, want)
 			}
 			if got := readPush(t, c); got != tc.want {
