@@ -21,14 +21,17 @@ const (
 	// most the first fence after a quiet spell waits in the log.
 	DefaultRelayInterval = 5 * time.Millisecond
 	// relayBusyFactor: after a drain that took rows the relay waits this
-	// many intervals (20 ms by default) before the next, unless the drain
+	// many intervals (10 ms by default) before the next, unless the drain
 	// filled a batch. A drain costs the relay's backend, pgcache and every
-	// listener a wake-up each, whether it carries 10 fences or 100: under
-	// 16 pgbench writers waiting 20 ms after a drain with rows about halved
-	// the relay backend's CPU (docs/performance.md). Under steady writes
-	// a fence then waits up to 20 ms before it is published; after a
-	// quiet spell, up to 5.
-	relayBusyFactor = 4
+	// listener a wake-up each, whether it carries 10 fences or 100, so
+	// under steady writes drains are spaced: 20 ms about halved the relay
+	// backend's CPU under 16 pgbench writers against 5 ms, but a fence
+	// then waited up to 20 ms, and the commit-to-push lag of CLIENT
+	// TRACKING had a p99 near 60 ms under the coherence bench; 10 ms
+	// brought it to 38–55 ms with no writer cost the bench could tell
+	// from noise (docs/performance.md). After a quiet spell a fence waits
+	// up to 5 ms.
+	relayBusyFactor = 2
 	// relayBatch bounds the rows one drain takes, so one transaction never
 	// holds many row locks.
 	relayBatch = 10000
