@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/backendtest"
 	"github.com/pgcache/pgcache/backends/postgres"
 	"github.com/pgcache/pgcache/coherence/fence"
 	"github.com/pgcache/pgcache/internal/testenv"
@@ -49,45 +50,9 @@ func tierOn(t *testing.T, spec backends.RouteSpec) *instance {
 	return &instance{coord: c, tier: tier, kv: b}
 }
 
-// reports gathers a Notifier's reports; fn never blocks.
-type reports chan backends.Outside
+type reports = backendtest.Reports
 
-func (r reports) fn(o backends.Outside) {
-	o.Keys = slices.Clone(o.Keys)
-	select {
-	case r <- o:
-	default:
-		panic("more reports than the test reads")
-	}
-}
-
-// next waits for the first report that want accepts, and fails on any
-// report that comes before it and is not allowed.
-func (r reports) next(t *testing.T, what string, want func(backends.Outside) bool) backends.Outside {
-	t.Helper()
-	timeout := time.After(20 * time.Second)
-	for {
-		select {
-		case o := <-r:
-			if want(o) {
-				return o
-			}
-			t.Logf("%s: passed over %+v", what, o)
-		case <-timeout:
-			t.Fatalf("%s: no report within 20s", what)
-		}
-	}
-}
-
-func keysAre(ks ...string) func(backends.Outside) bool {
-	return func(o backends.Outside) bool {
-		got := slices.Clone(o.Keys)
-		slices.Sort(got)
-		want := slices.Clone(ks)
-		slices.Sort(want)
-		return !o.All && o.Source == "postgres" && slices.Equal(got, want)
-	}
-}
+func keysAre(ks ...string) func(backends.Outside) bool { return backendtest.KeysAre("postgres", ks...) }
 
 func isAll(o backends.Outside) bool {
 	return o.All && !o.Lost && o.Keys == nil && o.Source == "postgres"
@@ -121,27 +86,27 @@ func TestTierNotifiesKV(t *testing.T) {
 	testenv.Exec(t, p, `INSERT INTO notify_kv VALUES ('k1', 'v', 'infinity'), ('k2', 'v', 'infinity'), ('we"ird key', 'v', 'infinity')`)
 	fenced(t, a.coord.Fences, tok, "public.notify_kv", "k1") // before Notify: not reported
 	r := make(reports, 1000)
-	cancel := a.tier.Notify(r.fn)
+	cancel := a.tier.Notify(r.Fn)
 	defer cancel()
 
 	before := pgNow(t, a)
 	testenv.Exec(t, p, `UPDATE notify_kv SET value = 'w' WHERE key = 'k1'`)
-	o := r.next(t, "UPDATE", keysAre("k1"))
+	o := r.Next(t, "UPDATE", keysAre("k1"))
 	if after := pgNow(t, a); o.At.Before(before) || o.At.After(after) {
 		t.Errorf("At = %v, not between the UPDATE (%v) and its report (%v)", o.At, before, after)
 	}
 	testenv.Exec(t, p, `DELETE FROM notify_kv WHERE key = 'k2'`)
-	r.next(t, "DELETE", keysAre("k2"))
+	r.Next(t, "DELETE", keysAre("k2"))
 	testenv.Exec(t, p, `UPDATE notify_kv SET value = 'w' WHERE key = 'we"ird key'`)
-	r.next(t, "a key with a quote", keysAre(`we"ird key`))
+	r.Next(t, "a key with a quote", keysAre(`we"ird key`))
 	testenv.Exec(t, p, `TRUNCATE notify_kv`)
-	r.next(t, "TRUNCATE", isAll)
+	r.Next(t, "TRUNCATE", isAll)
 
 	b := tierOn(t, spec)
 	if _, err := b.tier.Set(context.Background(), "from b", []byte("v"), backends.SetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.next(t, "a second instance's SET", keysAre("from b"))
+	r.Next(t, "a second instance's SET", keysAre("from b"))
 
 	cancel()
 	testenv.Exec(t, p, `UPDATE notify_kv SET value = 'x'`)
@@ -170,9 +135,9 @@ func TestTierNotifiesSourceTable(t *testing.T) {
 	pairs := tierOn(t, backends.RouteSpec{Name: "pairs", SourceTable: "public.notify_pairs"})
 	named := tierOn(t, backends.RouteSpec{Name: "named", SourceTable: "public.notify_named"})
 	rr, pr, nr := make(reports, 100), make(reports, 100), make(reports, 100)
-	defer rows.tier.Notify(rr.fn)()
-	defer pairs.tier.Notify(pr.fn)()
-	defer named.tier.Notify(nr.fn)()
+	defer rows.tier.Notify(rr.Fn)()
+	defer pairs.tier.Notify(pr.Fn)()
+	defer named.tier.Notify(nr.Fn)()
 
 	ctx := context.Background()
 	// The route reads the reported key back as the row.
@@ -195,7 +160,7 @@ func TestTierNotifiesSourceTable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testenv.Exec(t, p, tc.sql)
-			tc.r.next(t, tc.name, tc.want)
+			tc.r.Next(t, tc.name, tc.want)
 		})
 	}
 	// The other tables' tiers heard nothing of notify_rows.
@@ -222,24 +187,24 @@ func TestTierNotifiesLost(t *testing.T) {
 			// online: what Watching says here is what it said at Lost.
 			watchingAtLost.Store(map[bool]int32{false: 1, true: 2}[a.tier.Watching()])
 		}
-		r.fn(o)
+		r.Fn(o)
 	})()
 	if !a.tier.Watching() {
 		t.Fatal("an online tier is not Watching")
 	}
 	testenv.Exec(t, p, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
-	r.next(t, "connection killed", isLost)
+	r.Next(t, "connection killed", isLost)
 	if got := watchingAtLost.Load(); got != 1 {
 		t.Fatalf("Watching when Lost was sent: %v, want false", got == 2)
 	}
 	// Watching went false before Lost was sent; it may be back by now, so
 	// look at it only through the All that comes with it.
-	r.next(t, "online again", isAll)
+	r.Next(t, "online again", isAll)
 	if !a.tier.Watching() {
 		t.Fatal("Watching is false after the All of coming online")
 	}
 	testenv.Exec(t, p, `INSERT INTO notify_lost VALUES ('k', 'v', 'infinity')`)
-	r.next(t, "a write after the reconnect", keysAre("k"))
+	r.Next(t, "a write after the reconnect", keysAre("k"))
 }
 
 // TestTierNotifyRace: a tier read races a fence, deterministically. The

@@ -1,48 +1,16 @@
 package valkey
 
 import (
-	"slices"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/backendtest"
 )
 
-// reports gathers a Notifier's reports; fn never blocks.
-type reports chan backends.Outside
+type reports = backendtest.Reports
 
-func (r reports) fn(o backends.Outside) {
-	o.Keys = slices.Clone(o.Keys)
-	select {
-	case r <- o:
-	default:
-		panic("more reports than the test reads")
-	}
-}
-
-// next waits for the first report want accepts, passing over others.
-func (r reports) next(t *testing.T, what string, want func(backends.Outside) bool) backends.Outside {
-	t.Helper()
-	timeout := time.After(20 * time.Second)
-	for {
-		select {
-		case o := <-r:
-			if want(o) {
-				return o
-			}
-			t.Logf("%s: passed over %+v", what, o)
-		case <-timeout:
-			t.Fatalf("%s: no report within 20s", what)
-		}
-	}
-}
-
-func keysAre(ks ...string) func(backends.Outside) bool {
-	return func(o backends.Outside) bool {
-		return !o.All && o.Source == "valkey" && slices.Equal(o.Keys, ks)
-	}
-}
+func keysAre(ks ...string) func(backends.Outside) bool { return backendtest.KeysAre("valkey", ks...) }
 
 // TestNotifyInvalidations: with a client cache, a key read through it and
 // then changed by another client is reported with the route's key; a
@@ -59,8 +27,8 @@ func TestNotifyInvalidations(t *testing.T) {
 		t.Fatal("a connected client cache is not Watching")
 	}
 	r, ro := make(reports, 1000), make(reports, 1000)
-	defer s.Notify(r.fn)()
-	defer other.Notify(ro.fn)()
+	defer s.Notify(r.Fn)()
+	defer other.Notify(ro.Fn)()
 	b := bare(t)
 	ctx := ctxT(t)
 
@@ -71,7 +39,7 @@ func TestNotifyInvalidations(t *testing.T) {
 	if err := b.Do(ctx, b.B().Set().Key(s.prefix+"k").Value("v2").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	r.next(t, "SET by another client", keysAre("k"))
+	r.Next(t, "SET by another client", keysAre("k"))
 	if v, _ := mustGet(t, s, "k"); v != "v2" {
 		t.Fatalf("GET k after the report = %q, want v2", v)
 	}
@@ -103,7 +71,7 @@ func TestNotifyInvalidations(t *testing.T) {
 	if err := b.Do(ctx, b.B().Set().Key(s.prefix+"t").Value("t2").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	r.next(t, "SET by another client after an atomic run read", keysAre("t"))
+	r.Next(t, "SET by another client after an atomic run read", keysAre("t"))
 
 	mark.Store(false)
 	mustGet(t, s, "k") // cached: watched
@@ -115,7 +83,7 @@ func TestNotifyInvalidations(t *testing.T) {
 	if err := b.Do(ctx, b.B().Flushall().Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	r.next(t, "FLUSHALL by another client", func(o backends.Outside) bool { return o.All && !o.Lost && o.Source == "valkey" })
+	r.Next(t, "FLUSHALL by another client", func(o backends.Outside) bool { return o.All && !o.Lost && o.Source == "valkey" })
 
 	for len(ro) > 0 {
 		if o := <-ro; len(o.Keys) > 0 {
@@ -128,7 +96,7 @@ func TestNotifyInvalidations(t *testing.T) {
 	// have given the bare client's own call a connection killed under it
 	// (EOF), so its error says nothing; the report below is the check.
 	b.Do(ctx, b.B().ClientKill().TypeNormal().Build())
-	r.next(t, "connections killed", func(o backends.Outside) bool { return o.Lost && o.All && o.Source == "valkey" })
+	r.Next(t, "connections killed", func(o backends.Outside) bool { return o.Lost && o.All && o.Source == "valkey" })
 	// valkey-go reconnects on the next call.
 	if !poll(200, func() bool { s.Get(ctx, "k"); return s.Watching() }) {
 		t.Fatal("not Watching after reads reconnected")
@@ -143,7 +111,7 @@ func TestNotifyInvalidations(t *testing.T) {
 	}) {
 		t.Fatal(err)
 	}
-	r.next(t, "SET by another client after the reconnect", keysAre("k2"))
+	r.Next(t, "SET by another client after the reconnect", keysAre("k2"))
 }
 
 // TestNotifyWithoutClientCache: without a client cache nothing is watched.
@@ -155,5 +123,5 @@ func TestNotifyWithoutClientCache(t *testing.T) {
 		t.Fatal("Watching without a client cache")
 	}
 	r := make(reports, 10)
-	s.Notify(r.fn)()
+	s.Notify(r.Fn)()
 }
