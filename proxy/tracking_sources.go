@@ -34,12 +34,8 @@ func routingOf(tbl *route.Table) routing {
 			rs = append(rs, routePrefix{p, r})
 		}
 	}
-	// Longest first, as Table.ForKey: a stable insertion sort of a handful.
-	for i := 1; i < len(rs); i++ {
-		for j := i; j > 0 && len(rs[j].prefix) > len(rs[j-1].prefix); j-- {
-			rs[j], rs[j-1] = rs[j-1], rs[j]
-		}
-	}
+	// Longest first, as Table.ForKey.
+	slices.SortStableFunc(rs, func(a, b routePrefix) int { return len(b.prefix) - len(a.prefix) })
 	return rs
 }
 
