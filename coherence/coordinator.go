@@ -52,6 +52,7 @@ func NewCoordinator(pool *pgxpool.Pool, opts CoordinatorOptions, log *zap.Logger
 	}
 	c.Listener = NewListener(c.Fences, lo, log.Named("listener"))
 	c.Relay = NewRelay(pool.Config().ConnConfig.Copy(), opts.RelayInterval, log.Named("relay"))
+	c.Relay.local = c.Listener.applyLocal
 	return c
 }
 

@@ -69,6 +69,8 @@ type ListenerStats struct {
 	Notifications atomic.Int64  // notifications received
 	BadPayloads   atomic.Int64  // notifications on the channel that were not fences
 	NewerPayloads atomic.Int64  // fences of a payload version newer than this build's, taken as whole-cache fences
+	LocalFences   atomic.Int64  // fence notifications applied from this instance's relay before their NOTIFY
+	Echoes        atomic.Int64  // notifications skipped as the echo of a LocalFences one
 	FenceLagNanos atomic.Int64  // the last canary's NOTIFY-to-receipt time
 	QueueUsage    atomic.Uint64 // pg_notification_queue_usage() as float64 bits
 }
@@ -87,6 +89,12 @@ type Listener struct {
 	// ignoreFences drops every fence received: tests use it to prove that
 	// their stale-entry checks can fail.
 	ignoreFences atomic.Bool
+
+	// hmu serializes the fences handled, from the connection and from
+	// this instance's relay (applyLocal), and guards echo.
+	hmu    sync.Mutex
+	echo   map[string]time.Time // payloads applyLocal handled, by when, until their NOTIFY comes back
+	pruned time.Time            // when echo was last pruned
 
 	mu      sync.Mutex
 	canary  string    // token of the canary in flight, "" when none
@@ -184,7 +192,7 @@ func (l *Listener) session(ctx context.Context) error {
 		switch {
 		case err == nil:
 			l.Stats.Notifications.Add(1)
-			l.handle(n.Payload)
+			l.received(n.Payload)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case quiet && !conn.PgConn().IsClosed():
@@ -237,8 +245,55 @@ func (l *Listener) tick(ctx context.Context) error {
 	return nil
 }
 
+// received handles a notification from the connection, unless it is the
+// echo of one applyLocal has handled.
+func (l *Listener) received(msg string) {
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
+	if _, ok := l.echo[msg]; ok {
+		delete(l.echo, msg)
+		l.Stats.Echoes.Add(1)
+		return
+	}
+	l.handle(msg)
+}
+
+// applyLocal handles the fence notifications this instance's relay has
+// just taken from the log, before it publishes them. They are fences of
+// committed writes, as the NOTIFY will be, so handling them now only
+// spares this instance's tiers and tracking clients the publish and its
+// delivery: the relay's commit, PostgreSQL waking the LISTEN backend, its
+// send and this connection's read, each a wait for a CPU on a busy host.
+// Each payload (made unique by its drain id, "d") is remembered until its
+// NOTIFY comes back, and then skipped. An echo that never comes (the drain
+// failed to commit, or this connection was lost) is forgotten after
+// DeadAfter; a failed drain's rows are taken again by a later one, under a
+// new id, and only fence the same keys twice.
+func (l *Listener) applyLocal(payloads []string) {
+	now := time.Now()
+	l.hmu.Lock()
+	defer l.hmu.Unlock()
+	if l.echo == nil {
+		l.echo = make(map[string]time.Time)
+	}
+	if now.Sub(l.pruned) > l.opts.DeadAfter {
+		for p, at := range l.echo {
+			if now.Sub(at) > l.opts.DeadAfter {
+				delete(l.echo, p)
+			}
+		}
+		l.pruned = now
+	}
+	for _, p := range payloads {
+		l.echo[p] = now
+		l.handle(p)
+	}
+	l.Stats.LocalFences.Add(int64(len(payloads)))
+}
+
 // handle records the fences of a notification (see PayloadVersion), and
-// tells the tiers watching their table once they are recorded.
+// tells the tiers watching their table once they are recorded. l.hmu is
+// held.
 func (l *Listener) handle(msg string) {
 	fe, known, err := readPayload(msg)
 	if err != nil {

@@ -28,6 +28,8 @@ var (
 	descListenerStat = desc("listener_state", "The listener's state (1 for the current one).", "backend", "state")
 	descReconnects   = desc("listener_reconnects_total", "LISTEN connections made after the first.", "backend")
 	descNotes        = desc("listener_notifications_total", "Notifications received on the fence channel.", "backend")
+	descLocal        = desc("listener_local_fences_total", "Fence notifications applied from this instance's relay as it drained them, before their NOTIFY.", "backend")
+	descEchoes       = desc("listener_echoes_total", "Notifications skipped as the NOTIFY of fences already applied from this instance's relay.", "backend")
 	descNewer        = desc("listener_newer_payloads_total", "Fences of a payload version newer than this build reads, each taken as a whole-cache fence (an upgrade in progress).", "backend")
 	descLag          = desc("fence_lag_seconds", "The last canary's time from the fence log to this listener.", "backend")
 	descQueue        = desc("notify_queue_usage_ratio", "pg_notification_queue_usage(): the NOTIFY queue's fill.", "backend")
@@ -44,7 +46,7 @@ var (
 
 // Describe sends every metric's description.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFences, descListenerUp, descListenerStat, descReconnects, descNotes, descNewer, descLag,
+	for _, d := range []*prometheus.Desc{descFences, descListenerUp, descListenerStat, descReconnects, descNotes, descLocal, descEchoes, descNewer, descLag,
 		descQueue, descRelayActive, descRelayRows, descRelayDrains, descRelayVacuums, descTier, descFills, descCoalesced, descEntries, descHitRatio} {
 		ch <- d
 	}
@@ -70,6 +72,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ls := &c.Listener.Stats
 	counter(descReconnects, ls.Reconnects.Load(), b)
 	counter(descNotes, ls.Notifications.Load(), b)
+	counter(descLocal, ls.LocalFences.Load(), b)
+	counter(descEchoes, ls.Echoes.Load(), b)
 	counter(descNewer, ls.NewerPayloads.Load(), b)
 	gauge(descLag, time.Duration(ls.FenceLagNanos.Load()).Seconds(), b)
 	gauge(descQueue, QueueUsageValue(ls.QueueUsage.Load()), b)

@@ -119,6 +119,55 @@ func TestTierNotifiesKV(t *testing.T) {
 	}
 }
 
+// TestRelayAppliesItsDrainsLocally: the instance whose relay drains a
+// fence applies it as the drain takes it, and skips the NOTIFY that
+// brings it back; another instance applies it from the NOTIFY. Each
+// reports the write once.
+func TestRelayAppliesItsDrainsLocally(t *testing.T) {
+	p := pg.Pool(t)
+	spec := backends.RouteSpec{Name: "lkv", Table: "local_kv", Durability: "unlogged"}
+	a, b := tierOn(t, spec), tierOn(t, spec)
+	waitFor(t, "a relay active", func() bool { return a.coord.Relay.Stats.Active.Load() || b.coord.Relay.Stats.Active.Load() })
+	local, remote := a, b
+	if !a.coord.Relay.Stats.Active.Load() {
+		local, remote = b, a
+	}
+	testenv.Exec(t, p, `INSERT INTO local_kv VALUES ('k', 'v', 'infinity')`)
+	lr, rr := make(reports, 100), make(reports, 100)
+	defer local.tier.Notify(lr.Fn)()
+	defer remote.tier.Notify(rr.Fn)()
+	ls, rs := &local.coord.Listener.Stats, &remote.coord.Listener.Stats
+	// Earlier fences (the INSERT's) have come back before the counts are
+	// read: a canary is published after every fence logged before it.
+	proven := func(i *instance) time.Time { return i.coord.Listener.Proven() }
+	since := pgNow(t, local)
+	waitFor(t, "canaries after the INSERT", func() bool { return proven(local).After(since) && proven(remote).After(since) })
+	for len(lr)+len(rr) > 0 {
+		select {
+		case <-lr:
+		case <-rr:
+		}
+	}
+	localBefore, keyFences := ls.LocalFences.Load(), local.coord.Fences.Stats.KeyFences.Load()
+
+	testenv.Exec(t, p, `UPDATE local_kv SET value = 'w' WHERE key = 'k'`)
+	lr.Next(t, "the relay's instance", keysAre("k"))
+	rr.Next(t, "the other instance", keysAre("k"))
+	if got := ls.LocalFences.Load() - localBefore; got != 1 {
+		t.Fatalf("the relay's instance applied %d notifications of its own drains, want 1", got)
+	}
+	waitFor(t, "the echo", func() bool { return ls.Echoes.Load() == ls.LocalFences.Load() })
+	if got := local.coord.Fences.Stats.KeyFences.Load() - keyFences; got != 1 {
+		t.Errorf("the relay's instance fenced %d keys for one UPDATE, want 1", got)
+	}
+	if len(lr) != 0 {
+		t.Errorf("the relay's instance reported the UPDATE again: %+v", <-lr)
+	}
+	if rs.LocalFences.Load() != 0 || rs.Echoes.Load() != 0 {
+		t.Errorf("the standby's listener applied %d local fences and skipped %d echoes, want 0 and 0", rs.LocalFences.Load(), rs.Echoes.Load())
+	}
+}
+
 // TestTierNotifiesSourceTable: on a source table, a row's key is reported
 // as the route's canonical spelling of it (the one the route reads back as
 // that row); a key it cannot spell so (a text key that reads as JSON)

@@ -32,7 +32,16 @@ import (
 // instead (the DELETE's statement_timestamp(), after their commit, by up
 // to a relay interval plus the drain).
 //
-// It is an addition within version 1, not a new version: it only informs
+// And "d", the drain that published it (the relay's id and a count):
+//
+//	{"v":1,"t":"schema.table","k":[…],"a":1764621296123456,"d":"5f0c…:812"}
+//
+// The relay's own instance has applied the fences already, as soon as the
+// drain took them (Relay.local); "d" makes every notification of a drain
+// unique, so that instance knows the one coming back as its own echo and
+// skips it instead of fencing the same keys twice.
+//
+// Both are additions within version 1, not a new version: they only inform
 // (CLIENT TRACKING's lag, backends.Outside.At), and every reader so far,
 // before "v" and since, decodes the payload with encoding/json into a
 // struct, which skips a field it does not know (TestPayloadTime); a reader
@@ -58,6 +67,7 @@ type payload struct {
 	Keys    []json.RawMessage `json:"k"`
 	Canary  string            `json:"c"`
 	At      int64             `json:"a"` // unix microseconds, 0: unknown
+	Drain   string            `json:"d"` // the drain that published it, "" for older relays
 }
 
 // at is the payload's time, zero when it has none.
@@ -69,13 +79,17 @@ func (p payload) at() time.Time {
 }
 
 // payloadHead opens a fence payload of table, taken from the log at at
-// (unix microseconds; 0: left out), to be closed by "}" (a table fence) or
-// by `,"k":[keys…]}`.
-func payloadHead(table string, at int64) string {
+// (unix microseconds; 0: left out) by drain (""; left out), to be closed
+// by "}" (a table fence) or by `,"k":[keys…]}`.
+func payloadHead(table string, at int64, drain string) string {
 	name, _ := json.Marshal(table)
 	head := `{"v":` + strconv.Itoa(PayloadVersion) + `,"t":` + string(name)
 	if at > 0 {
 		head += `,"a":` + strconv.FormatInt(at, 10)
+	}
+	if drain != "" {
+		d, _ := json.Marshal(drain)
+		head += `,"d":` + string(d)
 	}
 	return head
 }

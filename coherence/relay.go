@@ -2,11 +2,14 @@ package coherence
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -20,17 +23,17 @@ const (
 	// DefaultRelayInterval is how often an empty fence log is looked at: the
 	// most the first fence after a quiet spell waits in the log.
 	DefaultRelayInterval = 5 * time.Millisecond
-	// relayBusyFactor: after a drain that took rows the relay waits this
-	// many intervals (10 ms by default) before the next, unless the drain
-	// filled a batch. A drain costs the relay's backend, pgcache and every
-	// listener a wake-up each, whether it carries 10 fences or 100, so
-	// under steady writes drains are spaced: 20 ms about halved the relay
-	// backend's CPU under 16 pgbench writers against 5 ms, but a fence
-	// then waited up to 20 ms, and the commit-to-push lag of CLIENT
-	// TRACKING had a p99 near 60 ms under the coherence bench; 10 ms
-	// brought it to 38–55 ms with no writer cost the bench could tell
-	// from noise (docs/performance.md). After a quiet spell a fence waits
-	// up to 5 ms.
+	// relayBusyFactor: under steady writes, drains that take rows start
+	// this many intervals apart (10 ms by default), start to start, unless
+	// one filled a batch. A drain costs the relay's backend, pgcache and
+	// every listener a wake-up each, whether it carries 10 fences or 100,
+	// so drains are spaced: 20 ms about halved the relay backend's CPU
+	// under 16 pgbench writers against 5 ms, but a fence then waited up to
+	// 20 ms, and the commit-to-push lag of CLIENT TRACKING had a p99 near
+	// 60 ms under the coherence bench (docs/performance.md). Counted from
+	// the start of the last drain, not its end, the spacing does not grow
+	// by however long a drain took on a busy host. After a quiet spell a
+	// fence waits up to 5 ms.
 	relayBusyFactor = 2
 	// relayBatch bounds the rows one drain takes, so one transaction never
 	// holds many row locks.
@@ -80,6 +83,15 @@ type Relay struct {
 	// atChecked.
 	at        bool
 	atChecked time.Time
+
+	// id and drains name each drain in its payloads ("d", see
+	// PayloadVersion).
+	id     string
+	drains uint64
+	// local handles a drain's fence payloads in this instance as soon as
+	// the drain takes them (the coordinator's Listener.applyLocal); nil:
+	// this instance hears of them by NOTIFY like the others.
+	local func(payloads []string)
 }
 
 // NewRelay returns a relay; Run starts it.
@@ -87,7 +99,9 @@ func NewRelay(conn *pgx.ConnConfig, interval time.Duration, log *zap.Logger) *Re
 	if interval <= 0 {
 		interval = DefaultRelayInterval
 	}
-	return &Relay{conn: conn, interval: interval, log: log}
+	var id [6]byte
+	rand.Read(id[:])
+	return &Relay{conn: conn, interval: interval, log: log, id: hex.EncodeToString(id[:])}
 }
 
 // Run relays until ctx ends, reconnecting with backoff.
@@ -168,17 +182,18 @@ func (r *Relay) session(ctx context.Context) error {
 	}
 	r.Stats.Active.Store(true)
 	r.log.Info("fence relay active")
+	vctx, stopVacuum := context.WithCancel(ctx)
+	vacuum, vacuumed := make(chan struct{}, 1), make(chan struct{})
+	go r.vacuumer(vctx, vacuum, vacuumed)
+	defer func() { stopVacuum(); <-vacuumed }()
 	busy := true // the log may hold rows from before this session
 	dead := 0    // rows drained since the log was last vacuumed
 	for {
 		if dead >= vacuumEvery {
-			// Not in a transaction, so between drains. TRUNCATE false:
-			// giving pages back to the file system would take a lock
-			// that makes the writers wait.
-			if _, err := conn.Exec(ctx, "VACUUM (TRUNCATE false) "+Schema+".fence_log"); err != nil {
-				return fmt.Errorf("vacuum the log: %w", err)
+			select {
+			case vacuum <- struct{}{}:
+			default: // one is running: it sees these rows too
 			}
-			r.Stats.Vacuums.Add(1)
 			dead = 0
 		}
 		if !busy {
@@ -189,6 +204,7 @@ func (r *Relay) session(ctx context.Context) error {
 		}
 		wait := r.interval
 		if busy {
+			began := time.Now()
 			n, err := r.drain(ctx, conn)
 			if err != nil {
 				return fmt.Errorf("drain: %w", err)
@@ -198,11 +214,56 @@ func (r *Relay) session(ctx context.Context) error {
 				continue // more waiting: drain on
 			}
 			if busy {
-				wait = relayBusyFactor * r.interval
+				if wait = relayBusyFactor*r.interval - time.Since(began); wait <= 0 {
+					continue
+				}
 			}
 		}
 		if !sleep(ctx, wait) {
 			return ctx.Err()
+		}
+	}
+}
+
+// vacuumer vacuums the log on a connection of its own each time kick
+// fires, until ctx ends; then it closes done. On its own connection a
+// vacuum (up to 18 ms under the coherence bench's writers, twice a second)
+// never holds up a drain. VACUUM's lock does not conflict with the
+// writers' INSERTs or the drain's DELETE. TRUNCATE false: giving pages
+// back to the file system would take a lock that makes the writers wait.
+// A failed vacuum is logged and tried again at the next kick.
+func (r *Relay) vacuumer(ctx context.Context, kick <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		}
+		var err error
+		if conn == nil {
+			conn, err = pgx.ConnectConfig(ctx, r.conn)
+		}
+		if err == nil {
+			_, err = conn.Exec(ctx, "VACUUM (TRUNCATE false) "+Schema+".fence_log")
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			r.log.Warn("fence relay: vacuum of the log failed", zap.Error(err))
+			if conn != nil {
+				conn.Close(ctx)
+				conn = nil
+			}
+		default:
+			r.Stats.Vacuums.Add(1)
 		}
 	}
 }
@@ -229,7 +290,8 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 	rowsQ := take.Queue(`DELETE FROM `+Schema+`.fence_log WHERE ctid = ANY (ARRAY(
 		SELECT ctid FROM `+Schema+`.fence_log LIMIT $1))
 		RETURNING tbl, keys, `+at+`, `+micros(`statement_timestamp()`), relayBatch)
-	var b batch
+	r.drains++
+	b := batch{drain: r.id + ":" + strconv.FormatUint(r.drains, 10)}
 	n := 0
 	rowsQ.Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -261,6 +323,9 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 	var payloads []string
 	if n > 0 || len(b.canaries) > 0 {
 		payloads = b.payloads()
+		if fences := payloads[:len(payloads)-len(b.canaries)]; len(fences) > 0 && r.local != nil {
+			r.local(fences)
+		}
 		publish.Queue("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", Channel, payloads)
 	}
 	publish.Queue("COMMIT")
@@ -303,7 +368,8 @@ func (r *Relay) hasAt(ctx context.Context, conn *pgx.Conn) bool {
 type batch struct {
 	canaries []string
 	tables   map[string]*tableKeys
-	drained  int64 // when the drain took them, unix microseconds
+	drained  int64  // when the drain took them, unix microseconds
+	drain    string // the drain's id, for its payloads
 }
 
 type tableKeys struct {
@@ -366,7 +432,7 @@ func (b *batch) payloads() (out []string) {
 		if at == 0 {
 			at = b.drained // fences logged without a time: when they were taken
 		}
-		head := payloadHead(tbl, at)
+		head := payloadHead(tbl, at, b.drain)
 		if tk.whole {
 			out = append(out, head+"}")
 			continue
