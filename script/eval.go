@@ -53,6 +53,7 @@ func (f Flags) names() []string {
 
 // evalScript is one script of the EVAL cache.
 type evalScript struct {
+	sha   string // its name: the body's SHA1, lowercase hex
 	body  []byte
 	proto *lua.FunctionProto // the body as a function of no arguments
 	flags Flags
@@ -161,6 +162,7 @@ func (e *Engine) loadScript(body []byte) (string, *evalScript, string) {
 	if msg != "" {
 		return "", nil, msg
 	}
+	s.sha = sha
 	e.mu.Lock()
 	if old := e.scripts[sha]; old != nil {
 		s = old
@@ -195,29 +197,43 @@ func Keys(argv [][]byte) ([][]byte, Value) {
 	return argv[3 : 3+n], Value{}
 }
 
+// The commands Eval runs, as Run.Command names them.
+const (
+	cmdEval      = "eval"
+	cmdEvalRO    = "eval_ro"
+	cmdEvalSHA   = "evalsha"
+	cmdEvalSHARO = "evalsha_ro"
+)
+
+// evalCommand is the lowercase name of the command argv0 names, in any
+// case, without allocating for the four Eval runs.
+func evalCommand(argv0 []byte) string {
+	for _, name := range []string{cmdEvalSHA, cmdEval, cmdEvalSHARO, cmdEvalRO} {
+		if strings.EqualFold(string(argv0), name) {
+			return name
+		}
+	}
+	return strings.ToLower(string(argv0))
+}
+
 // Eval runs EVAL, EVALSHA, EVAL_RO or EVALSHA_RO; argv is the whole command
 // (argv[0] is its name, any case). It returns the reply for the client.
 func (e *Engine) Eval(c Caller, argv [][]byte) Value {
-	name := strings.ToLower(string(argv[0]))
+	name := evalCommand(argv[0])
 	keys, bad := Keys(argv)
 	if bad.Kind == KindError {
 		return bad
 	}
 	args := argv[3+len(keys):]
 	ro := strings.HasSuffix(name, "_ro")
-	var sha string
 	var s *evalScript
 	if strings.HasPrefix(name, "evalsha") {
-		sha = strings.ToLower(string(argv[1]))
-		e.mu.RLock()
-		s = e.scripts[sha]
-		e.mu.RUnlock()
-		if s == nil {
+		if s = e.scriptBySHA(argv[1]); s == nil {
 			return Error(errNoScript)
 		}
 	} else {
 		var msg string
-		sha, s, msg = e.loadScript(argv[1])
+		_, s, msg = e.loadScript(argv[1])
 		if msg != "" {
 			return Error(msg)
 		}
@@ -225,17 +241,28 @@ func (e *Engine) Eval(c Caller, argv [][]byte) Value {
 	if ro && s.flags&FlagShebang != 0 && s.flags&FlagNoWrites == 0 {
 		return Error(errWriteFlagRO)
 	}
-	r := &Run{
-		Name: sha, Command: name, Keys: keys, Flags: s.flags, Start: time.Now(),
-		ReadOnly: ro || (s.flags&FlagShebang != 0 && s.flags&FlagNoWrites != 0),
-	}
 	v := e.getVM()
 	defer e.putVM(v)
+	r := v.newRun()
+	r.Name, r.Command, r.Keys, r.Flags, r.Start = s.sha, name, keys, s.flags, time.Now()
+	r.ReadOnly = ro || (s.flags&FlagShebang != 0 && s.flags&FlagNoWrites != 0)
 	L := v.L
 	v.runGlobals.RawSetString("KEYS", stringsTable(L, keys))
 	v.runGlobals.RawSetString("ARGV", stringsTable(L, args))
-	L.Push(L.NewFunctionFromProto(s.proto))
+	L.Push(v.closure(s))
 	return e.executeWith(v, r, c, 0)
+}
+
+// scriptBySHA is the cached script named sha, in any case, or nil. Clients
+// send the lowercase name SCRIPT LOAD gave them: that is looked up without
+// a copy.
+func (e *Engine) scriptBySHA(sha []byte) *evalScript {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if s := e.scripts[string(sha)]; s != nil {
+		return s
+	}
+	return e.scripts[strings.ToLower(string(sha))]
 }
 
 // executeWith runs with c as the run's Caller.

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -235,6 +236,38 @@ func TestCachedScripts(t *testing.T) {
 		e.Script(argv(tc.args...))
 		if n, b := e.CachedScripts(); n != tc.n || b != tc.bytes {
 			t.Errorf("after %q: got %d scripts, %d bytes; want %d, %d", tc.args, n, b, tc.n, tc.bytes)
+		}
+	}
+}
+
+// TestRunRecord checks what a Caller is told about the run: the command's
+// lowercase name whatever its case, the script's lowercase SHA1 whatever
+// the case of EVALSHA's argument.
+func TestRunRecord(t *testing.T) {
+	e := New(Options{})
+	const body = "return redis.call('ping')"
+	sha := e.Script(argv("SCRIPT", "LOAD", body)).Text()
+	var got []string
+	c := CallerFunc(func(run *Run, args [][]byte) Value {
+		got = append(got, run.Command+" "+run.Name+" "+strconv.FormatBool(run.ReadOnly))
+		return Status("PONG")
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"EVALSHA", sha, "0"}, "evalsha " + sha + " false"},
+		{[]string{"evalSHA", strings.ToUpper(sha), "0"}, "evalsha " + sha + " false"},
+		{[]string{"EvalSha_RO", sha, "0"}, "evalsha_ro " + sha + " true"},
+		{[]string{"Eval", body, "0"}, "eval " + sha + " false"},
+		{[]string{"EVAL_RO", body, "0"}, "eval_ro " + sha + " true"},
+	} {
+		got = got[:0]
+		if reply := eval(t, e, c, tc.args...); reply != "+PONG\r\n" {
+			t.Errorf("%q: reply %q", tc.args, reply)
+		}
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%q: run %q, want %q", tc.args, got, tc.want)
 		}
 	}
 }

@@ -353,10 +353,9 @@ func (e *Engine) FCall(c Caller, argv [][]byte) Value {
 	if cb == nil {
 		return Error(errFunctionNotFound)
 	}
-	r := &Run{
-		Name: f.name, Function: true, Command: name, Keys: keys, Flags: f.flags,
-		ReadOnly: ro || f.flags&FlagNoWrites != 0, Start: time.Now(),
-	}
+	r := v.newRun()
+	r.Name, r.Function, r.Command, r.Keys, r.Flags, r.Start = f.name, true, name, keys, f.flags, time.Now()
+	r.ReadOnly = ro || f.flags&FlagNoWrites != 0
 	L := v.L
 	L.Push(cb)
 	L.Push(stringsTable(L, keys))
