@@ -241,10 +241,11 @@ func (e *Engine) Eval(c Caller, argv [][]byte) Value {
 	if ro && s.flags&FlagShebang != 0 && s.flags&FlagNoWrites == 0 {
 		return Error(errWriteFlagRO)
 	}
+	start := time.Now() // before getVM, which may build a Lua state
 	v := e.getVM()
 	defer e.putVM(v)
 	r := v.newRun()
-	r.Name, r.Command, r.Keys, r.Flags, r.Start = s.sha, name, keys, s.flags, time.Now()
+	r.Name, r.Command, r.Keys, r.Flags, r.Start = s.sha, name, keys, s.flags, start
 	r.ReadOnly = ro || (s.flags&FlagShebang != 0 && s.flags&FlagNoWrites != 0)
 	L := v.L
 	v.runGlobals.RawSetString("KEYS", stringsTable(L, keys))
