@@ -182,8 +182,10 @@ func (e *Engine) putVM(v *vm) {
 // redis.pcall is the engine's business: an error Value is raised as a Lua
 // error by redis.call and returned as a table by redis.pcall.
 //
-// args belong to the Caller once passed. Call runs on the script's
-// goroutine, one call at a time.
+// args belong to the Caller once passed. The engine is done with the
+// returned Value before it calls Call again, so the Value may share the
+// Caller's buffers. Call runs on the script's goroutine, one call at a
+// time.
 type Caller interface {
 	Call(run *Run, args [][]byte) Value
 }

@@ -271,3 +271,31 @@ func TestRunRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestCallerReplySharesBuffer: a Caller may return replies that share its
+// buffer (as the proxy's, parsed by ParseReply, do): the script keeps what
+// each call returned after the next call reuses the buffer. And the
+// arguments a script passes are separate slices: changing one in the
+// Caller changes no other.
+func TestCallerReplySharesBuffer(t *testing.T) {
+	e := New(Options{})
+	var buf []byte
+	c := CallerFunc(func(run *Run, args [][]byte) Value {
+		args[1] = append(args[1], "-grown"...)
+		buf = append(buf[:0], "$"...)
+		buf = strconv.AppendInt(buf, int64(len(args[1])+len(args[2])), 10)
+		buf = append(buf, "\r\n"...)
+		buf = append(buf, args[1]...)
+		buf = append(buf, args[2]...)
+		buf = append(buf, "\r\n"...)
+		v, _, err := ParseReply(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	})
+	got := eval(t, e, c, "EVAL", "local a = redis.call('echo', 'one', 1.5) local b = redis.call('echo', 'two', 'x') return {a, b}", "0")
+	if want := "*2\r\n$12\r\none-grown1.5\r\n$10\r\ntwo-grownx\r\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
