@@ -182,7 +182,7 @@ func Keys(argv [][]byte) ([][]byte, Value) {
 	if len(argv) < 3 {
 		return nil, Error(errArity(strings.ToLower(string(argv[0]))))
 	}
-	fcall := strings.HasPrefix(strings.ToLower(string(argv[0])), "fcall")
+	fcall := len(argv[0]) >= len("fcall") && strings.EqualFold(string(argv[0][:len("fcall")]), "fcall")
 	n, err := strconv.ParseInt(string(argv[2]), 10, 64)
 	switch {
 	case err != nil && fcall:
