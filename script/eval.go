@@ -247,10 +247,9 @@ func (e *Engine) Eval(c Caller, argv [][]byte) Value {
 	r := v.newRun()
 	r.Name, r.Command, r.Keys, r.Flags, r.Start = s.sha, name, keys, s.flags, start
 	r.ReadOnly = ro || (s.flags&FlagShebang != 0 && s.flags&FlagNoWrites != 0)
-	L := v.L
-	v.runGlobals.RawSetString("KEYS", stringsTable(L, keys))
-	v.runGlobals.RawSetString("ARGV", stringsTable(L, args))
-	L.Push(v.closure(s))
+	v.setArgTables(keys, args)
+	defer v.clearArgTables()
+	v.L.Push(v.closure(s))
 	return e.executeWith(v, r, c, 0)
 }
 

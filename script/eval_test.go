@@ -299,3 +299,38 @@ func TestCallerReplySharesBuffer(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestArgTablesFreshEachRun: whatever a script does to KEYS and ARGV, the
+// next run on the same Lua state sees tables holding its own keys and
+// arguments and nothing else; and a function (FCALL) sees no KEYS global
+// left by an EVAL, as in Redis.
+func TestArgTablesFreshEachRun(t *testing.T) {
+	e := New(Options{PoolSize: 1})
+	db := newFakeDB()
+	const check = `return {#KEYS, #ARGV, KEYS[1], ARGV[1], tostring(KEYS[3]), tostring(ARGV[2]),
+		tostring(rawget(KEYS, 'x')), tostring(getmetatable(ARGV)), tostring(next(KEYS, 1)), tostring(next(ARGV, 1))}`
+	const want = "*10\r\n:1\r\n:1\r\n$1\r\nk\r\n$1\r\na\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n"
+	for _, change := range []string{
+		"",
+		"KEYS[1] = 'changed' ARGV[1] = nil",
+		"table.insert(KEYS, 'more') table.insert(ARGV, 1, 'first')",
+		"KEYS.x = 1 ARGV[1000000] = 'far'",
+		"KEYS.x = 1 KEYS.x = nil",
+		"setmetatable(ARGV, {__index = function() return 'meta' end})",
+		"for i = 1, 100 do KEYS[i] = i ARGV[i] = i end",
+		"table.remove(KEYS) table.remove(ARGV)",
+		"KEYS[3] = 'gap'",
+	} {
+		if got := eval(t, e, db, "EVAL", change+" return 1", "2", "k1", "k2", "a1", "a2", "a3"); got != ":1\r\n" {
+			t.Fatalf("%q: %q", change, got)
+		}
+		if got := eval(t, e, db, "EVAL", check, "1", "k", "a"); got != want {
+			t.Errorf("after %q: got %q, want %q", change, got, want)
+		}
+	}
+	fn(e, "LOAD", "#!lua name=peek\nredis.register_function('peek', function() return KEYS end)")
+	eval(t, e, db, "EVAL", "return 1", "1", "secret")
+	if got := resp2(e.FCall(db, argv("FCALL", "peek", "0"))); !strings.Contains(got, "Script attempted to access nonexistent global variable 'KEYS'") {
+		t.Errorf("FCALL reading KEYS after an EVAL: %q", got)
+	}
+}

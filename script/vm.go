@@ -53,10 +53,12 @@ type vm struct {
 	cancel  context.CancelFunc             // ctx's
 	spawned bool                           // a coroutine was created since ctx was made
 	funcs   map[*evalScript]*lua.LFunction // EVAL scripts' closures (see closure)
-	loading *libraryBuild                  // the library being loaded, nil otherwise
-	libs    map[string]*libLoaded          // libraries instantiated in this vm
-	broken  bool                           // killed or panicked: do not reuse
-	cjson   *cjsonConfig                   // cjson's settings, reset at each run
+	keys    *lua.LTable                    // EVAL's KEYS and ARGV (see argtables.go)
+	argv    *lua.LTable
+	loading *libraryBuild         // the library being loaded, nil otherwise
+	libs    map[string]*libLoaded // libraries instantiated in this vm
+	broken  bool                  // killed or panicked: do not reuse
+	cjson   *cjsonConfig          // cjson's settings, reset at each run
 }
 
 func newVM(e *Engine) *vm {
