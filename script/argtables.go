@@ -20,9 +20,11 @@ import (
 // converted before the run ends. The one way out was the globals
 // themselves: a function (FCALL) runs in the same Lua state with the same
 // globals, and could read the last EVAL's KEYS and keep it in its
-// library's upvalues; so KEYS and ARGV are removed from the globals after
-// each run, as Redis's functions see no KEYS either. FCALL's keys and
-// arguments are always new tables: a function may keep those.
+// library's upvalues; so FCALL removes KEYS and ARGV from the globals
+// before it runs (hideArgTables), as Redis's functions see no KEYS either.
+// Nothing else runs with these globals: FUNCTION LOAD's code runs with
+// the load globals. FCALL's keys and arguments are always new tables: a
+// function may keep those.
 //
 // Emptied completely: a script may change the tables (Redis's may too):
 // set or remove items, add fields, set a metatable. A table whose array is
@@ -60,10 +62,23 @@ var ltable = func() (f struct{ array, dict, strdict, keys int }) {
 
 // setArgTables sets the globals KEYS and ARGV for an EVAL run.
 func (v *vm) setArgTables(keys, args [][]byte) {
+	keysT, argvT := v.keys, v.argv
 	v.keys = v.fillArgTable(v.keys, keys)
 	v.argv = v.fillArgTable(v.argv, args)
-	v.runGlobals.RawSetString("KEYS", v.keys)
-	v.runGlobals.RawSetString("ARGV", v.argv)
+	if !v.argsShown || v.keys != keysT || v.argv != argvT {
+		v.runGlobals.RawSetString("KEYS", v.keys)
+		v.runGlobals.RawSetString("ARGV", v.argv)
+		v.argsShown = true
+	}
+}
+
+// hideArgTables removes KEYS and ARGV from the globals before an FCALL.
+func (v *vm) hideArgTables() {
+	if v.argsShown {
+		v.runGlobals.RawSetString("KEYS", lua.LNil)
+		v.runGlobals.RawSetString("ARGV", lua.LNil)
+		v.argsShown = false
+	}
 }
 
 func (v *vm) fillArgTable(t *lua.LTable, items [][]byte) *lua.LTable {
@@ -76,11 +91,9 @@ func (v *vm) fillArgTable(t *lua.LTable, items [][]byte) *lua.LTable {
 	return t
 }
 
-// clearArgTables removes KEYS and ARGV from the globals after an EVAL run
-// and empties them for the next run, or drops them.
+// clearArgTables empties KEYS and ARGV after an EVAL run for the next
+// one, or drops them; the globals keep them until then (or an FCALL).
 func (v *vm) clearArgTables() {
-	v.runGlobals.RawSetString("KEYS", lua.LNil)
-	v.runGlobals.RawSetString("ARGV", lua.LNil)
 	v.keys = emptyArgTable(v.keys)
 	v.argv = emptyArgTable(v.argv)
 }

@@ -356,6 +356,7 @@ func (e *Engine) FCall(c Caller, argv [][]byte) Value {
 	r := v.newRun()
 	r.Name, r.Function, r.Command, r.Keys, r.Flags, r.Start = f.name, true, name, keys, f.flags, time.Now()
 	r.ReadOnly = ro || f.flags&FlagNoWrites != 0
+	v.hideArgTables()
 	L := v.L
 	L.Push(cb)
 	L.Push(stringsTable(L, keys))

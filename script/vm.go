@@ -46,19 +46,20 @@ type vm struct {
 	stringMeta  *lua.LTable                 // what getmetatable('') shows
 	eng         *Engine
 
-	run     *Run                           // the run in progress, nil between runs
-	caller  Caller                         // the run's Caller
-	rec     Run                            // every run's record, reused (see newRun)
-	ctx     context.Context                // stops a run at its next instruction when canceled by halt
-	cancel  context.CancelFunc             // ctx's
-	spawned bool                           // a coroutine was created since ctx was made
-	funcs   map[*evalScript]*lua.LFunction // EVAL scripts' closures (see closure)
-	keys    *lua.LTable                    // EVAL's KEYS and ARGV (see argtables.go)
-	argv    *lua.LTable
-	loading *libraryBuild         // the library being loaded, nil otherwise
-	libs    map[string]*libLoaded // libraries instantiated in this vm
-	broken  bool                  // killed or panicked: do not reuse
-	cjson   *cjsonConfig          // cjson's settings, reset at each run
+	run       *Run                           // the run in progress, nil between runs
+	caller    Caller                         // the run's Caller
+	rec       Run                            // every run's record, reused (see newRun)
+	ctx       context.Context                // stops a run at its next instruction when canceled by halt
+	cancel    context.CancelFunc             // ctx's
+	spawned   bool                           // a coroutine was created since ctx was made
+	funcs     map[*evalScript]*lua.LFunction // EVAL scripts' closures (see closure)
+	keys      *lua.LTable                    // EVAL's KEYS and ARGV (see argtables.go)
+	argv      *lua.LTable
+	argsShown bool                  // the globals KEYS and ARGV are keys and argv
+	loading   *libraryBuild         // the library being loaded, nil otherwise
+	libs      map[string]*libLoaded // libraries instantiated in this vm
+	broken    bool                  // killed or panicked: do not reuse
+	cjson     *cjsonConfig          // cjson's settings, reset at each run
 }
 
 func newVM(e *Engine) *vm {
