@@ -63,8 +63,9 @@ var ltable = func() (f struct{ array, dict, strdict, keys int }) {
 // setArgTables sets the globals KEYS and ARGV for an EVAL run.
 func (v *vm) setArgTables(keys, args [][]byte) {
 	keysT, argvT := v.keys, v.argv
-	v.keys = v.fillArgTable(v.keys, keys)
-	v.argv = v.fillArgTable(v.argv, args)
+	all := luaStrings(keys, args)
+	v.keys, all = fillStrings(v.L, v.keys, keys, all)
+	v.argv, _ = fillStrings(v.L, v.argv, args, all)
 	if !v.argsShown || v.keys != keysT || v.argv != argvT {
 		v.runGlobals.RawSetString("KEYS", v.keys)
 		v.runGlobals.RawSetString("ARGV", v.argv)
@@ -79,16 +80,6 @@ func (v *vm) hideArgTables() {
 		v.runGlobals.RawSetString("ARGV", lua.LNil)
 		v.argsShown = false
 	}
-}
-
-func (v *vm) fillArgTable(t *lua.LTable, items [][]byte) *lua.LTable {
-	if t == nil {
-		t = v.L.CreateTable(len(items), 0)
-	}
-	for i, it := range items {
-		t.RawSetInt(i+1, lua.LString(it))
-	}
-	return t
 }
 
 // clearArgTables empties KEYS and ARGV after an EVAL run for the next

@@ -276,12 +276,39 @@ func (e *Engine) executeWith(v *vm, r *Run, c Caller, nargs int) Value {
 	return out
 }
 
-func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
-	t := L.CreateTable(len(items), 0)
-	for i, it := range items {
-		t.RawSetInt(i+1, lua.LString(it))
+// luaStrings copies keys and args into one string, whose slices
+// fillStrings gives the Lua tables: one allocation instead of one per item.
+func luaStrings(keys, args [][]byte) string {
+	n := 0
+	for _, it := range keys {
+		n += len(it)
 	}
-	return t
+	for _, it := range args {
+		n += len(it)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, it := range keys {
+		b.Write(it)
+	}
+	for _, it := range args {
+		b.Write(it)
+	}
+	return b.String()
+}
+
+// fillStrings sets t[1..len(items)] to the items, taken in turn from the
+// front of all (see luaStrings), and returns the rest of all. A nil t is
+// made.
+func fillStrings(L *lua.LState, t *lua.LTable, items [][]byte, all string) (*lua.LTable, string) {
+	if t == nil {
+		t = L.CreateTable(len(items), 0)
+	}
+	for i, it := range items {
+		t.RawSetInt(i+1, lua.LString(all[:len(it)]))
+		all = all[len(it):]
+	}
+	return t, all
 }
 
 // Script runs SCRIPT LOAD, EXISTS, FLUSH, KILL and HELP; argv[0] is

@@ -359,8 +359,12 @@ func (e *Engine) FCall(c Caller, argv [][]byte) Value {
 	v.hideArgTables()
 	L := v.L
 	L.Push(cb)
-	L.Push(stringsTable(L, keys))
-	L.Push(stringsTable(L, argv[3+len(keys):]))
+	args := argv[3+len(keys):]
+	all := luaStrings(keys, args)
+	kt, all := fillStrings(L, nil, keys, all)
+	at, _ := fillStrings(L, nil, args, all)
+	L.Push(kt)
+	L.Push(at)
 	return e.executeWith(v, r, c, 2)
 }
 
