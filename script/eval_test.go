@@ -334,3 +334,20 @@ func TestArgTablesFreshEachRun(t *testing.T) {
 		t.Errorf("FCALL reading KEYS after an EVAL: %q", got)
 	}
 }
+
+// TestManyScriptsOneState: a Lua state keeps the closures of at most
+// maxClosures scripts; past that it starts again, and every script still
+// runs its own body, also after SCRIPT FLUSH.
+func TestManyScriptsOneState(t *testing.T) {
+	e := New(Options{PoolSize: 1})
+	db := newFakeDB()
+	for round := range 2 {
+		for i := range maxClosures + 10 {
+			n := strconv.Itoa(i)
+			if got := eval(t, e, db, "EVAL", "return "+n, "0"); got != ":"+n+"\r\n" {
+				t.Fatalf("round %d, script %d: %q", round, i, got)
+			}
+		}
+		e.Script(argv("SCRIPT", "FLUSH"))
+	}
+}
