@@ -74,6 +74,11 @@ func BenchmarkDispatch(b *testing.B) {
 		{"inline-GET", "GET bench:key\r\n", "$64\r\n" + val + "\r\n"},
 		{"MULTI-10SET-EXEC", multiSets(10, val), "+OK\r\n" + strings.Repeat("+QUEUED\r\n", 10) +
 			"*10\r\n" + strings.Repeat("+OK\r\n", 10)},
+		// redis-py's lock release: of a lock nobody holds (what
+		// redis-benchmark's random keys give), and of one just taken.
+		{"EVALSHA-release-free", encode("EVALSHA", lockReleaseSHA, "1", "bench:lock:free", "tok"), ":0\r\n"},
+		{"EVALSHA-release-held", encode("SET", "bench:lock", "tok") + encode("EVALSHA", lockReleaseSHA, "1", "bench:lock", "tok"),
+			"+OK\r\n:1\r\n"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			nc, peer := net.Pipe()
@@ -81,6 +86,7 @@ func BenchmarkDispatch(b *testing.B) {
 			defer peer.Close()
 			c := newConn(ts.Server, nc, 1)
 			c.init()
+			ts.scripts.Script([][]byte{[]byte("SCRIPT"), []byte("LOAD"), []byte(lockRelease)})
 			req := []byte(tc.req)
 			run := func() {
 				c.rd.r, c.rd.w = 0, copy(c.rd.buf, req)
@@ -106,6 +112,12 @@ func BenchmarkDispatch(b *testing.B) {
 		})
 	}
 }
+
+// lockRelease is redis-py's Lock release script; lockReleaseSHA its SHA1.
+const (
+	lockRelease    = `local token = redis.call('get', KEYS[1]) if not token or token ~= ARGV[1] then return 0 end redis.call('del', KEYS[1]) return 1`
+	lockReleaseSHA = "2aef8d7ce63503709a01cbf6ad6bb4b93d5c3909"
+)
 
 // multiSets is a transaction of n SETs of distinct keys to val.
 func multiSets(n int, val string) string {

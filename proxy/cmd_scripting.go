@@ -56,30 +56,52 @@ func scriptKeys(args [][]byte) ([][]byte, string) {
 // EVAL script numkeys [key [key ...]] [arg [arg ...]]
 // EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]
 // EVAL_RO, EVALSHA_RO: the same, refusing writes
-func cmdEval(c *conn, args [][]byte) { c.runScript(args, c.s.scripts.Eval) }
+func cmdEval(c *conn, args [][]byte) { c.runScript(args, (*script.Engine).Eval) }
 
 // FCALL function numkeys [key [key ...]] [arg [arg ...]]
 // FCALL_RO: the same, refusing writes
-func cmdFCall(c *conn, args [][]byte) { c.runScript(args, c.s.scripts.FCall) }
+func cmdFCall(c *conn, args [][]byte) { c.runScript(args, (*script.Engine).FCall) }
+
+// scriptRun is a connection's script run. A connection runs one script at
+// a time (scripts cannot call EVAL), so it keeps one, reused run after run
+// like EXEC's atomicRun: an EVALSHA allocates what the script and its
+// commands do, not the frame around them.
+type scriptRun struct {
+	caller scriptCaller
+	args   [][]byte
+	run    func(*script.Engine, script.Caller, [][]byte) script.Value
+	body   func() // c.scriptBody, bound once
+	keys   []string
+}
 
 // runScript runs a script as one atomic run of its keys' route.
-func (c *conn) runScript(args [][]byte, run func(script.Caller, [][]byte) script.Value) {
+func (c *conn) runScript(args [][]byte, run func(*script.Engine, script.Caller, [][]byte) script.Value) {
 	if _, bad := scriptKeys(args); bad != "" {
 		c.writeError(bad)
 		return
 	}
-	body := func() {
-		v := run(&scriptCaller{c: c}, args)
-		c.out = script.AppendReply(c.out, v, c.proto)
+	sr := &c.scripting
+	if sr.body == nil {
+		sr.caller.c, sr.body = c, c.scriptBody
 	}
 	c.holdOutput++ // the script's calls swap c.out: nothing may drain it
 	defer func() { c.holdOutput-- }()
-	r, stored, bad := c.routeOf(nil, []queued{{cmd: commands["eval"], args: args}})
+	r, stored, bad := c.routeOf(sr.keys[:0], []queued{{cmd: commands["eval"], args: args}})
 	if bad != "" {
 		c.writeError(bad)
 		return
 	}
-	c.atomically(r, stored, false, body)
+	sr.keys = stored // the buffer for the next run; this one borrows them
+	sr.args, sr.run = args, run
+	defer func() { sr.args, sr.run = nil, nil }()
+	c.atomically(r, stored, false, sr.body)
+}
+
+// scriptBody is runScript's atomic run.
+func (c *conn) scriptBody() {
+	sr := &c.scripting
+	v := sr.run(c.s.scripts, &sr.caller, sr.args)
+	c.out = script.AppendReply(c.out, v, c.proto)
 }
 
 // SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP ...
@@ -128,7 +150,8 @@ func (sc *scriptCaller) Call(run *script.Run, args [][]byte) script.Value {
 	case run.ReadOnly && cmd.kind == kindWrite:
 		return script.Error(script.ErrWriteReadOnly)
 	}
-	keys, bad := keysOf(cmd, args)
+	var buf [4][]byte
+	keys, bad := appendKeys(buf[:0], cmd, args)
 	if bad != "" {
 		return script.Error(bad)
 	}

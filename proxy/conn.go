@@ -61,12 +61,13 @@ type conn struct {
 	readyAt time.Time // when the last wait began, with IdleTimeout set
 	probing bool      // a probeAfter deadline is armed, IdleTimeout unset
 
-	group        group // pipelined GETs or SETs run as one backend call, see group.go
-	tx                 // MULTI's queue, WATCH's keys, an EXEC's atomic run: see cmd_multi.go
-	scratch            // reused by the multi-key commands
-	rawConn            // writes that do not wait, see writeNow
-	introspect         // commandstats, CLIENT LIST, CLIENT REPLY: see cmdstats.go, cmd_client.go
-	trackScratch       // CLIENT TRACKING's reads: see tracking_sources.go
+	group        group     // pipelined GETs or SETs run as one backend call, see group.go
+	tx                     // MULTI's queue, WATCH's keys, an EXEC's atomic run: see cmd_multi.go
+	scripting    scriptRun // EVAL's and FCALL's: see cmd_scripting.go
+	scratch                // reused by the multi-key commands
+	rawConn                // writes that do not wait, see writeNow
+	introspect             // commandstats, CLIENT LIST, CLIENT REPLY: see cmdstats.go, cmd_client.go
+	trackScratch           // CLIENT TRACKING's reads: see tracking_sources.go
 
 	// ctx is the server's, marked as this connection's (NOLOOP: see
 	// tracking.go), and ended when the connection closes or is killed: a

@@ -421,7 +421,7 @@ func TestConfigSetBusyThreshold(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := admin.do("SCRIPT", "KILL"); got != "+OK\r\n" {
+	if got := scriptKill(t, admin); got != "+OK\r\n" {
 		t.Fatalf("SCRIPT KILL = %q", got)
 	}
 	if got := <-done; !strings.Contains(got, "Script killed by user") {

@@ -7,6 +7,16 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
+// smallNumbers are the Lua numbers 0 to 255 as LValues: a number put in an
+// interface is allocated, and commands answer small integers (DEL, EXISTS,
+// INCR...) all the time. An interface value is immutable: sharing is safe.
+var smallNumbers = func() (n [256]lua.LValue) {
+	for i := range n {
+		n[i] = lua.LNumber(i)
+	}
+	return n
+}()
+
 // toLua converts a command's reply to a Lua value as Redis does
 // (script_lua.c redisProtocolToLuaType): integer -> number, bulk -> string,
 // null bulk and null array -> false, array -> table, status -> {ok=},
@@ -17,6 +27,9 @@ import (
 func toLua(L *lua.LState, v Value, resp int) lua.LValue {
 	switch v.Kind {
 	case KindInt:
+		if 0 <= v.Int && v.Int < int64(len(smallNumbers)) {
+			return smallNumbers[v.Int]
+		}
 		return lua.LNumber(v.Int)
 	case KindBulk:
 		return lua.LString(v.Str)

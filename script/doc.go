@@ -7,8 +7,9 @@
 //
 //   - Value, ParseReply(b) (Value, n, err), AppendReply(dst, v, proto): the
 //     reply model. A Caller runs a command's handler into a scratch buffer
-//     in protocol run.Resp() and ParseReply's it; the proxy writes the
-//     engine's answers with AppendReply in the client's protocol.
+//     in protocol run.Resp() and ParseReply's it (the Value shares the
+//     buffer: the engine converts it before the next call); the proxy
+//     writes the engine's answers with AppendReply in the client's protocol.
 //   - Caller.Call(run *Run, args) Value runs one command for redis.call /
 //     redis.pcall. It refuses with ErrUnknownCommand, ErrWrongArity,
 //     ErrNotAllowed, ErrWriteReadOnly (when run.ReadOnly and the command
@@ -33,11 +34,14 @@
 // environment costs about 170 µs; a cached EVALSHA of redis-py's lock
 // script about 10 µs on the development machine, see bench_test.go). Runs
 // on different goroutines proceed in parallel; locking by keys is the
-// caller's. A script's body is compiled once per SHA1 and instantiated per
-// run; a function library is compiled once and run once in each Lua state
-// that calls one of its functions (so state kept in a library's upvalues is
-// per Lua state, not per process: Redis functions are not meant to keep
-// state). Libraries and scripts live for the process.
+// caller's. A script's body is compiled once per SHA1 and instantiated once
+// per Lua state (vm.closure); a run reuses its state's Run record, stop
+// context and KEYS/ARGV tables (argtables.go), so that a cached EVALSHA
+// allocates little more than its strings and commands. A function library
+// is compiled once and run once in each Lua state that calls one of its
+// functions (so state kept in a library's upvalues is per Lua state, not
+// per process: Redis functions are not meant to keep state). Libraries and
+// scripts live for the process.
 //
 // # Limits
 //

@@ -182,8 +182,10 @@ func (e *Engine) putVM(v *vm) {
 // redis.pcall is the engine's business: an error Value is raised as a Lua
 // error by redis.call and returned as a table by redis.pcall.
 //
-// args belong to the Caller once passed. Call runs on the script's
-// goroutine, one call at a time.
+// args belong to the Caller once passed. The engine is done with the
+// returned Value before it calls Call again, so the Value may share the
+// Caller's buffers. Call runs on the script's goroutine, one call at a
+// time.
 type Caller interface {
 	Call(run *Run, args [][]byte) Value
 }
@@ -207,7 +209,8 @@ type CallerFunc func(run *Run, args [][]byte) Value
 func (f CallerFunc) Call(run *Run, args [][]byte) Value { return f(run, args) }
 
 // Run is one script or function in progress: what Running reports and what
-// a Caller is told about the script it runs commands for.
+// a Caller is told about the script it runs commands for. It is valid only
+// until the run ends: the Lua state that ran it reuses it for its next run.
 type Run struct {
 	// Name is the script's SHA1 for EVAL, the function's name for FCALL.
 	Name string
@@ -225,14 +228,13 @@ type Run struct {
 	// Start is when the run began.
 	Start time.Time
 
-	resp    int
-	wrote   atomic.Bool
-	stop    atomic.Pointer[string] // why the run was stopped, nil while it may run
-	cancel  context.CancelFunc
-	client  context.Context // the Caller's, when it is a ContextCaller
-	unwatch func() bool     // stops watching client
-	heap    uint64          // live heap when the run began, for the memory limit
-	warned  bool            // the slow-script warning was logged (watchdog only)
+	resp   int
+	wrote  atomic.Bool
+	stop   atomic.Pointer[string] // why the run was stopped, nil while it may run
+	cancel context.CancelFunc     // the Lua state's: stops it at its next instruction
+	client context.Context        // the Caller's, when it is a ContextCaller
+	heap   uint64                 // live heap when the run began, for the memory limit
+	warned bool                   // the slow-script warning was logged (watchdog only)
 }
 
 // MarkWrite tells the engine the run has written; from then on SCRIPT KILL
@@ -254,6 +256,9 @@ func (r *Run) stopReason() string {
 }
 
 // halt stops the run at its next Lua instruction with the given error.
+// It must be called with e.rmu held and r in e.running: the Run and the
+// context it cancels belong to the Lua state, which reuses them for its
+// next run, so a halt that came after the run ended would stop another.
 func (r *Run) halt(reason string) {
 	if r.stop.CompareAndSwap(nil, &reason) {
 		r.cancel()
@@ -335,34 +340,35 @@ func (e *Engine) Kill(function bool) Value {
 	}
 }
 
-func (e *Engine) begin(r *Run) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
+// begin registers r: from now on Running shows it and Kill and the
+// watchdog may halt it.
+func (e *Engine) begin(r *Run) {
 	r.resp = 2
 	r.heap = e.wd.startHeap()
 	e.rmu.Lock()
 	e.running[r] = struct{}{}
 	e.rmu.Unlock()
 	e.wd.wake()
-	return ctx
 }
 
+// end unregisters r: once it returns nothing halts r, and its vm may reuse
+// it.
 func (e *Engine) end(r *Run) {
 	e.rmu.Lock()
 	delete(e.running, r)
 	e.rmu.Unlock()
-	r.cancel()
 }
 
 // execute calls fn (already on v's stack with its nargs arguments above it)
-// under r, and converts its result or its error to a reply. errName is the
-// name errors carry after "script:".
+// under r (v's record, filled by v.newRun), and converts its result or its
+// error to a reply.
 func (e *Engine) execute(v *vm, r *Run, nargs int) Value {
 	L := v.L
-	ctx := e.begin(r)
+	r.cancel = v.cancel
+	e.begin(r)
 	v.run = r
 	v.cjson.reset()
-	L.SetContext(ctx)
+	L.SetContext(v.ctx)
 	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -379,6 +385,7 @@ func (e *Engine) execute(v *vm, r *Run, nargs int) Value {
 		// A killed state may be stopped anywhere; do not reuse it.
 		v.broken = true
 	}
+	v.endCoroutines()
 	if err != nil {
 		return errorReply(L, err, r.Name)
 	}

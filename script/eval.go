@@ -53,6 +53,7 @@ func (f Flags) names() []string {
 
 // evalScript is one script of the EVAL cache.
 type evalScript struct {
+	sha   string // its name: the body's SHA1, lowercase hex
 	body  []byte
 	proto *lua.FunctionProto // the body as a function of no arguments
 	flags Flags
@@ -161,6 +162,7 @@ func (e *Engine) loadScript(body []byte) (string, *evalScript, string) {
 	if msg != "" {
 		return "", nil, msg
 	}
+	s.sha = sha
 	e.mu.Lock()
 	if old := e.scripts[sha]; old != nil {
 		s = old
@@ -180,7 +182,7 @@ func Keys(argv [][]byte) ([][]byte, Value) {
 	if len(argv) < 3 {
 		return nil, Error(errArity(strings.ToLower(string(argv[0]))))
 	}
-	fcall := strings.HasPrefix(strings.ToLower(string(argv[0])), "fcall")
+	fcall := len(argv[0]) >= len("fcall") && strings.EqualFold(string(argv[0][:len("fcall")]), "fcall")
 	n, err := strconv.ParseInt(string(argv[2]), 10, 64)
 	switch {
 	case err != nil && fcall:
@@ -195,29 +197,43 @@ func Keys(argv [][]byte) ([][]byte, Value) {
 	return argv[3 : 3+n], Value{}
 }
 
+// The commands Eval runs, as Run.Command names them.
+const (
+	cmdEval      = "eval"
+	cmdEvalRO    = "eval_ro"
+	cmdEvalSHA   = "evalsha"
+	cmdEvalSHARO = "evalsha_ro"
+)
+
+// evalCommand is the lowercase name of the command argv0 names, in any
+// case, without allocating for the four Eval runs.
+func evalCommand(argv0 []byte) string {
+	for _, name := range []string{cmdEvalSHA, cmdEval, cmdEvalSHARO, cmdEvalRO} {
+		if strings.EqualFold(string(argv0), name) {
+			return name
+		}
+	}
+	return strings.ToLower(string(argv0))
+}
+
 // Eval runs EVAL, EVALSHA, EVAL_RO or EVALSHA_RO; argv is the whole command
 // (argv[0] is its name, any case). It returns the reply for the client.
 func (e *Engine) Eval(c Caller, argv [][]byte) Value {
-	name := strings.ToLower(string(argv[0]))
+	name := evalCommand(argv[0])
 	keys, bad := Keys(argv)
 	if bad.Kind == KindError {
 		return bad
 	}
 	args := argv[3+len(keys):]
 	ro := strings.HasSuffix(name, "_ro")
-	var sha string
 	var s *evalScript
 	if strings.HasPrefix(name, "evalsha") {
-		sha = strings.ToLower(string(argv[1]))
-		e.mu.RLock()
-		s = e.scripts[sha]
-		e.mu.RUnlock()
-		if s == nil {
+		if s = e.scriptBySHA(argv[1]); s == nil {
 			return Error(errNoScript)
 		}
 	} else {
 		var msg string
-		sha, s, msg = e.loadScript(argv[1])
+		_, s, msg = e.loadScript(argv[1])
 		if msg != "" {
 			return Error(msg)
 		}
@@ -225,17 +241,28 @@ func (e *Engine) Eval(c Caller, argv [][]byte) Value {
 	if ro && s.flags&FlagShebang != 0 && s.flags&FlagNoWrites == 0 {
 		return Error(errWriteFlagRO)
 	}
-	r := &Run{
-		Name: sha, Command: name, Keys: keys, Flags: s.flags, Start: time.Now(),
-		ReadOnly: ro || (s.flags&FlagShebang != 0 && s.flags&FlagNoWrites != 0),
-	}
+	start := time.Now() // before getVM, which may build a Lua state
 	v := e.getVM()
 	defer e.putVM(v)
-	L := v.L
-	v.runGlobals.RawSetString("KEYS", stringsTable(L, keys))
-	v.runGlobals.RawSetString("ARGV", stringsTable(L, args))
-	L.Push(L.NewFunctionFromProto(s.proto))
+	r := v.newRun()
+	r.Name, r.Command, r.Keys, r.Flags, r.Start = s.sha, name, keys, s.flags, start
+	r.ReadOnly = ro || (s.flags&FlagShebang != 0 && s.flags&FlagNoWrites != 0)
+	v.setArgTables(keys, args)
+	defer v.clearArgTables()
+	v.L.Push(v.closure(s))
 	return e.executeWith(v, r, c, 0)
+}
+
+// scriptBySHA is the cached script named sha, in any case, or nil. Clients
+// send the lowercase name SCRIPT LOAD gave them: that is looked up without
+// a copy.
+func (e *Engine) scriptBySHA(sha []byte) *evalScript {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if s := e.scripts[string(sha)]; s != nil {
+		return s
+	}
+	return e.scripts[strings.ToLower(string(sha))]
 }
 
 // executeWith runs with c as the run's Caller.
@@ -249,12 +276,39 @@ func (e *Engine) executeWith(v *vm, r *Run, c Caller, nargs int) Value {
 	return out
 }
 
-func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
-	t := L.CreateTable(len(items), 0)
-	for i, it := range items {
-		t.RawSetInt(i+1, lua.LString(it))
+// luaStrings copies keys and args into one string, whose slices
+// fillStrings gives the Lua tables: one allocation instead of one per item.
+func luaStrings(keys, args [][]byte) string {
+	n := 0
+	for _, it := range keys {
+		n += len(it)
 	}
-	return t
+	for _, it := range args {
+		n += len(it)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, it := range keys {
+		b.Write(it)
+	}
+	for _, it := range args {
+		b.Write(it)
+	}
+	return b.String()
+}
+
+// fillStrings sets t[1..len(items)] to the items, taken in turn from the
+// front of all (see luaStrings), and returns the rest of all. A nil t is
+// made.
+func fillStrings(L *lua.LState, t *lua.LTable, items [][]byte, all string) (*lua.LTable, string) {
+	if t == nil {
+		t = L.CreateTable(len(items), 0)
+	}
+	for i, it := range items {
+		t.RawSetInt(i+1, lua.LString(all[:len(it)]))
+		all = all[len(it):]
+	}
+	return t, all
 }
 
 // Script runs SCRIPT LOAD, EXISTS, FLUSH, KILL and HELP; argv[0] is

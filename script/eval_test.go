@@ -1,6 +1,7 @@
 package script
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -236,5 +237,117 @@ func TestCachedScripts(t *testing.T) {
 		if n, b := e.CachedScripts(); n != tc.n || b != tc.bytes {
 			t.Errorf("after %q: got %d scripts, %d bytes; want %d, %d", tc.args, n, b, tc.n, tc.bytes)
 		}
+	}
+}
+
+// TestRunRecord checks what a Caller is told about the run: the command's
+// lowercase name whatever its case, the script's lowercase SHA1 whatever
+// the case of EVALSHA's argument.
+func TestRunRecord(t *testing.T) {
+	e := New(Options{})
+	const body = "return redis.call('ping')"
+	sha := e.Script(argv("SCRIPT", "LOAD", body)).Text()
+	var got []string
+	c := CallerFunc(func(run *Run, args [][]byte) Value {
+		got = append(got, run.Command+" "+run.Name+" "+strconv.FormatBool(run.ReadOnly))
+		return Status("PONG")
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"EVALSHA", sha, "0"}, "evalsha " + sha + " false"},
+		{[]string{"evalSHA", strings.ToUpper(sha), "0"}, "evalsha " + sha + " false"},
+		{[]string{"EvalSha_RO", sha, "0"}, "evalsha_ro " + sha + " true"},
+		{[]string{"Eval", body, "0"}, "eval " + sha + " false"},
+		{[]string{"EVAL_RO", body, "0"}, "eval_ro " + sha + " true"},
+	} {
+		got = got[:0]
+		if reply := eval(t, e, c, tc.args...); reply != "+PONG\r\n" {
+			t.Errorf("%q: reply %q", tc.args, reply)
+		}
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%q: run %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestCallerReplySharesBuffer: a Caller may return replies that share its
+// buffer (as the proxy's, parsed by ParseReply, do): the script keeps what
+// each call returned after the next call reuses the buffer. And the
+// arguments a script passes are separate slices: changing one in the
+// Caller changes no other.
+func TestCallerReplySharesBuffer(t *testing.T) {
+	e := New(Options{})
+	var buf []byte
+	c := CallerFunc(func(run *Run, args [][]byte) Value {
+		args[1] = append(args[1], "-grown"...)
+		buf = append(buf[:0], "$"...)
+		buf = strconv.AppendInt(buf, int64(len(args[1])+len(args[2])), 10)
+		buf = append(buf, "\r\n"...)
+		buf = append(buf, args[1]...)
+		buf = append(buf, args[2]...)
+		buf = append(buf, "\r\n"...)
+		v, _, err := ParseReply(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	})
+	got := eval(t, e, c, "EVAL", "local a = redis.call('echo', 'one', 1.5) local b = redis.call('echo', 'two', 'x') return {a, b}", "0")
+	if want := "*2\r\n$12\r\none-grown1.5\r\n$10\r\ntwo-grownx\r\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestArgTablesFreshEachRun: whatever a script does to KEYS and ARGV, the
+// next run on the same Lua state sees tables holding its own keys and
+// arguments and nothing else; and a function (FCALL) sees no KEYS global
+// left by an EVAL, as in Redis.
+func TestArgTablesFreshEachRun(t *testing.T) {
+	e := New(Options{PoolSize: 1})
+	db := newFakeDB()
+	const check = `return {#KEYS, #ARGV, KEYS[1], ARGV[1], tostring(KEYS[3]), tostring(ARGV[2]),
+		tostring(rawget(KEYS, 'x')), tostring(getmetatable(ARGV)), tostring(next(KEYS, 1)), tostring(next(ARGV, 1))}`
+	const want = "*10\r\n:1\r\n:1\r\n$1\r\nk\r\n$1\r\na\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n"
+	for _, change := range []string{
+		"",
+		"KEYS[1] = 'changed' ARGV[1] = nil",
+		"table.insert(KEYS, 'more') table.insert(ARGV, 1, 'first')",
+		"KEYS.x = 1 ARGV[1000000] = 'far'",
+		"KEYS.x = 1 KEYS.x = nil",
+		"setmetatable(ARGV, {__index = function() return 'meta' end})",
+		"for i = 1, 100 do KEYS[i] = i ARGV[i] = i end",
+		"table.remove(KEYS) table.remove(ARGV)",
+		"KEYS[3] = 'gap'",
+	} {
+		if got := eval(t, e, db, "EVAL", change+" return 1", "2", "k1", "k2", "a1", "a2", "a3"); got != ":1\r\n" {
+			t.Fatalf("%q: %q", change, got)
+		}
+		if got := eval(t, e, db, "EVAL", check, "1", "k", "a"); got != want {
+			t.Errorf("after %q: got %q, want %q", change, got, want)
+		}
+	}
+	fn(e, "LOAD", "#!lua name=peek\nredis.register_function('peek', function() return KEYS end)")
+	eval(t, e, db, "EVAL", "return 1", "1", "secret")
+	if got := resp2(e.FCall(db, argv("FCALL", "peek", "0"))); !strings.Contains(got, "Script attempted to access nonexistent global variable 'KEYS'") {
+		t.Errorf("FCALL reading KEYS after an EVAL: %q", got)
+	}
+}
+
+// TestManyScriptsOneState: a Lua state keeps the closures of at most
+// maxClosures scripts; past that it starts again, and every script still
+// runs its own body, also after SCRIPT FLUSH.
+func TestManyScriptsOneState(t *testing.T) {
+	e := New(Options{PoolSize: 1})
+	db := newFakeDB()
+	for round := range 2 {
+		for i := range maxClosures + 10 {
+			n := strconv.Itoa(i)
+			if got := eval(t, e, db, "EVAL", "return "+n, "0"); got != ":"+n+"\r\n" {
+				t.Fatalf("round %d, script %d: %q", round, i, got)
+			}
+		}
+		e.Script(argv("SCRIPT", "FLUSH"))
 	}
 }

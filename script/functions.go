@@ -353,14 +353,18 @@ func (e *Engine) FCall(c Caller, argv [][]byte) Value {
 	if cb == nil {
 		return Error(errFunctionNotFound)
 	}
-	r := &Run{
-		Name: f.name, Function: true, Command: name, Keys: keys, Flags: f.flags,
-		ReadOnly: ro || f.flags&FlagNoWrites != 0, Start: time.Now(),
-	}
+	r := v.newRun()
+	r.Name, r.Function, r.Command, r.Keys, r.Flags, r.Start = f.name, true, name, keys, f.flags, time.Now()
+	r.ReadOnly = ro || f.flags&FlagNoWrites != 0
+	v.hideArgTables()
 	L := v.L
 	L.Push(cb)
-	L.Push(stringsTable(L, keys))
-	L.Push(stringsTable(L, argv[3+len(keys):]))
+	args := argv[3+len(keys):]
+	all := luaStrings(keys, args)
+	kt, all := fillStrings(L, nil, keys, all)
+	at, _ := fillStrings(L, nil, args, all)
+	L.Push(kt)
+	L.Push(at)
 	return e.executeWith(v, r, c, 2)
 }
 

@@ -194,3 +194,30 @@ func FuzzParseReply(f *testing.F) {
 		_ = AppendReply(nil, v, 3)
 	})
 }
+
+// TestKillInCoroutine: SCRIPT KILL stops a script looping inside a
+// coroutine, also on a Lua state whose earlier run left a coroutine
+// suspended (the state then replaces the context its runs stop by).
+func TestKillInCoroutine(t *testing.T) {
+	e := New(Options{BusyThreshold: 20 * time.Millisecond, PoolSize: 1})
+	db := newFakeDB()
+	for i := range 2 {
+		if got := eval(t, e, db, "EVAL", "local co = coroutine.wrap(function() coroutine.yield(1) end) return co()", "0"); got != ":1\r\n" {
+			t.Fatalf("run %d leaving a coroutine suspended: %q", i, got)
+		}
+	}
+	script := "local co = coroutine.create(function() while true do end end) local ok, err = coroutine.resume(co) return err"
+	done := make(chan string)
+	go func() { done <- resp2(e.Eval(db, argv("EVAL", script, "0"))) }()
+	waitBusy(t, e)
+	if got := resp2(e.Script(argv("SCRIPT", "KILL"))); got != "+OK\r\n" {
+		t.Fatalf("SCRIPT KILL: %q", got)
+	}
+	want := "-ERR Script killed by user with SCRIPT KILL... script: " + sha1hex([]byte(script)) + ", on @user_script:1.\r\n"
+	if got := <-done; got != want {
+		t.Errorf("killed script: got %q, want %q", got, want)
+	}
+	if got := eval(t, e, db, "EVAL", "return coroutine.wrap(function() return 2 end)()", "0"); got != ":2\r\n" {
+		t.Errorf("after kill: %q", got)
+	}
+}

@@ -7,8 +7,8 @@ import "strings"
 // the ones its table does not have (a script calling BLPOP on pgcache is
 // refused as Redis refuses it, not answered "unknown command") and for the
 // ones it does, so a command added later is refused in scripts as in Redis.
-var noScript = func() map[string]bool {
-	m := map[string]bool{}
+var noScript = func() map[string]noScriptFlags {
+	m := map[string]noScriptFlags{}
 	for _, name := range strings.Fields(`
 		acl|cat acl|deluser acl|dryrun acl|genpass acl|getuser acl|list acl|load acl|log
 		acl|save acl|setuser acl|users acl|whoami auth bgrewriteaof bgsave
@@ -26,20 +26,45 @@ var noScript = func() map[string]bool {
 		script|debug script|exists script|flush script|kill script|load
 		shutdown slaveof ssubscribe subscribe sunsubscribe sync unsubscribe unwatch
 		wait watch`) {
-		m[name] = true
+		m[name] |= refused
+		if parent, _, ok := strings.Cut(name, "|"); ok {
+			m[parent] |= hasRefusedSubs
+		}
 	}
 	return m
 }()
 
+type noScriptFlags uint8
+
+const (
+	refused        noScriptFlags = 1 << iota // the command or subcommand
+	hasRefusedSubs                           // some of the command's subcommands
+)
+
 // NoScript tells whether Redis 7.0 refuses the command args (name first,
-// any case) in scripts with ErrNotAllowed.
+// any case) in scripts with ErrNotAllowed. It runs for every command a
+// script calls, so it folds case on the stack.
 func NoScript(args [][]byte) bool {
 	if len(args) == 0 {
 		return false
 	}
-	name := strings.ToLower(string(args[0]))
-	if noScript[name] {
-		return true
+	var buf [32]byte
+	name := appendLower(buf[:0], args[0])
+	f := noScript[string(name)]
+	if f&refused != 0 || f&hasRefusedSubs == 0 || len(args) < 2 {
+		return f&refused != 0
 	}
-	return len(args) > 1 && noScript[name+"|"+strings.ToLower(string(args[1]))]
+	name = appendLower(append(name, '|'), args[1])
+	return noScript[string(name)]&refused != 0
+}
+
+// appendLower appends b to dst with ASCII letters lowercase.
+func appendLower(dst, b []byte) []byte {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }

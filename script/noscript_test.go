@@ -14,6 +14,8 @@ func TestNoScript(t *testing.T) {
 		{[]string{"config", "set", "maxmemory", "1"}, true},
 		{[]string{"client", "help"}, false},
 		{[]string{"client", "id"}, true},
+		{[]string{"Client", "KILL", "id", "1"}, true},
+		{[]string{"EVALSHA", "x", "0"}, true},
 		{[]string{"get", "x"}, false},
 		{[]string{"blmpop"}, false}, // not flagged in Redis 7.0
 		{nil, false},

@@ -154,17 +154,31 @@ func (v *vm) redisCall(L *lua.LState, raise bool) int {
 	if argc == 0 {
 		return fail(internalError(L, "Please specify at least one argument for this redis lib call"))
 	}
-	args := make([][]byte, argc)
+	size := 0
 	for i := 1; i <= argc; i++ {
 		switch a := L.Get(i).(type) {
 		case lua.LString:
-			args[i-1] = []byte(string(a))
+			size += len(a)
 		case lua.LNumber:
-			// Redis formats numbers with "%.17g", not Lua's "%.14g".
-			args[i-1] = strconv.AppendFloat(nil, float64(a), 'g', 17, 64)
+			size += len("-1.2345678901234567e-308") // the longest "%.17g"
 		default:
 			return fail(internalError(L, "Lua redis lib command arguments must be strings or integers"))
 		}
+	}
+	// The arguments' bytes in one allocation, each capped so that an
+	// append to one cannot write over the next.
+	buf := make([]byte, 0, size)
+	args := make([][]byte, argc)
+	for i := 1; i <= argc; i++ {
+		start := len(buf)
+		switch a := L.Get(i).(type) {
+		case lua.LString:
+			buf = append(buf, a...)
+		case lua.LNumber:
+			// Redis formats numbers with "%.17g", not Lua's "%.14g".
+			buf = strconv.AppendFloat(buf, float64(a), 'g', 17, 64)
+		}
+		args[i-1] = buf[start:len(buf):len(buf)]
 	}
 	L.SetTop(0)
 	reply := v.caller.Call(v.run, args)

@@ -17,9 +17,11 @@ var errProtocol = errors.New("script: malformed reply")
 const maxDepth = 512
 
 // ParseReply parses one RESP2 or RESP3 reply at the start of b and returns
-// it with the number of bytes it took. Bulk strings are copied, so the value
-// outlives b. RESP3 attributes ("|") are skipped, as Redis skips them when
-// it hands a reply to Lua; pushes (">") parse as arrays.
+// it with the number of bytes it took. The value's strings share b's
+// memory (a Caller's reply is converted to Lua before the next one is
+// parsed: see Caller); copy them to keep them past b's reuse. RESP3
+// attributes ("|") are skipped, as Redis skips them when it hands a reply
+// to Lua; pushes (">") parse as arrays.
 func ParseReply(b []byte) (Value, int, error) {
 	return parseValue(b, 0)
 }
@@ -38,9 +40,9 @@ func parseValue(b []byte, depth int) (Value, int, error) {
 	body := line[1:]
 	switch line[0] {
 	case '+':
-		return Value{Kind: KindStatus, Str: clone(body)}, n, nil
+		return Value{Kind: KindStatus, Str: body}, n, nil
 	case '-':
-		return Value{Kind: KindError, Str: clone(body)}, n, nil
+		return Value{Kind: KindError, Str: body}, n, nil
 	case ':':
 		i, err := strconv.ParseInt(string(body), 10, 64)
 		if err != nil {
@@ -64,7 +66,7 @@ func parseValue(b []byte, depth int) (Value, int, error) {
 		}
 		return Double(f), n, nil
 	case '(':
-		return Value{Kind: KindBigNum, Str: clone(body)}, n, nil
+		return Value{Kind: KindBigNum, Str: body}, n, nil
 	case '$', '=', '!':
 		size, err := strconv.Atoi(string(body))
 		if err != nil || size < -1 {
@@ -79,7 +81,7 @@ func parseValue(b []byte, depth int) (Value, int, error) {
 		if b[n+size] != '\r' || b[n+size+1] != '\n' {
 			return Value{}, 0, errProtocol
 		}
-		data := clone(b[n : n+size])
+		data := b[n : n+size : n+size]
 		total := n + size + 2
 		switch line[0] {
 		case '=':

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"math"
@@ -45,12 +46,20 @@ type vm struct {
 	stringMeta  *lua.LTable                 // what getmetatable('') shows
 	eng         *Engine
 
-	run     *Run                  // the run in progress, nil between runs
-	caller  Caller                // the run's Caller
-	loading *libraryBuild         // the library being loaded, nil otherwise
-	libs    map[string]*libLoaded // libraries instantiated in this vm
-	broken  bool                  // killed or panicked: do not reuse
-	cjson   *cjsonConfig          // cjson's settings, reset at each run
+	run       *Run                           // the run in progress, nil between runs
+	caller    Caller                         // the run's Caller
+	rec       Run                            // every run's record, reused (see newRun)
+	ctx       context.Context                // stops a run at its next instruction when canceled by halt
+	cancel    context.CancelFunc             // ctx's
+	spawned   bool                           // a coroutine was created since ctx was made
+	funcs     map[*evalScript]*lua.LFunction // EVAL scripts' closures (see closure)
+	keys      *lua.LTable                    // EVAL's KEYS and ARGV (see argtables.go)
+	argv      *lua.LTable
+	argsShown bool                  // the globals KEYS and ARGV are keys and argv
+	loading   *libraryBuild         // the library being loaded, nil otherwise
+	libs      map[string]*libLoaded // libraries instantiated in this vm
+	broken    bool                  // killed or panicked: do not reuse
+	cjson     *cjsonConfig          // cjson's settings, reset at each run
 }
 
 func newVM(e *Engine) *vm {
@@ -61,8 +70,10 @@ func newVM(e *Engine) *vm {
 		RegistryMaxSize:     regMax,
 		MinimizeStackMemory: true,
 	})
-	v := &vm{L: L, eng: e, proxies: make(map[*lua.LTable]*lua.LTable), libs: make(map[string]*libLoaded), cjson: &cjsonConfig{}}
+	v := &vm{L: L, eng: e, proxies: make(map[*lua.LTable]*lua.LTable), libs: make(map[string]*libLoaded), cjson: &cjsonConfig{},
+		funcs: make(map[*evalScript]*lua.LFunction)}
 	v.cjson.reset()
+	v.ctx, v.cancel = context.WithCancel(context.Background())
 	for _, lib := range []struct {
 		name string
 		fn   lua.LGFunction
@@ -103,6 +114,7 @@ func newVM(e *Engine) *vm {
 		lib := g.RawGetString(name).(*lua.LTable)
 		rg.RawSetString(name, v.readonly(lib))
 	}
+	v.watchCoroutines(g.RawGetString("coroutine").(*lua.LTable))
 	mathLib := g.RawGetString("math").(*lua.LTable)
 	// gopher-lua's math.huge is the largest finite number; Lua's is HUGE_VAL,
 	// so 1/0 == math.huge and -math.huge is below every number.
@@ -145,6 +157,63 @@ func newVM(e *Engine) *vm {
 	L.G.Global = v.env
 	v.handler = L.NewFunction(v.errorHandler)
 	return v
+}
+
+// newRun returns v's run record, cleared, for a run of a script or
+// function. One record per vm suffices: a vm runs one script at a time,
+// and nothing reads a record once its run has ended (see Run.halt).
+func (v *vm) newRun() *Run {
+	r := &v.rec
+	*r = Run{}
+	return r
+}
+
+// watchCoroutines makes coroutine.create and coroutine.wrap note that a
+// coroutine was made. gopher-lua gives a coroutine a context of its own,
+// a child of the creating state's: one that outlives the run keeps a place
+// among ctx's children, so ctx is replaced after such a run (endCoroutines),
+// which also ends those coroutines as a context per run did.
+func (v *vm) watchCoroutines(co *lua.LTable) {
+	for _, name := range []string{"create", "wrap"} {
+		orig := co.RawGetString(name).(*lua.LFunction).GFunction
+		co.RawSetString(name, v.L.NewFunction(func(L *lua.LState) int {
+			v.spawned = true
+			return orig(L)
+		}))
+	}
+}
+
+// endCoroutines is called after each run: see watchCoroutines.
+func (v *vm) endCoroutines() {
+	if !v.spawned || v.broken {
+		return
+	}
+	v.cancel()
+	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v.spawned = false
+}
+
+// maxClosures bounds how many EVAL scripts' closures a vm keeps.
+const maxClosures = 64
+
+// closure returns the function that runs s in v. An EVAL body compiles to
+// a function without upvalues whose environment is v.env and which no
+// script can reach (scripts see no function of theirs; there is no
+// setfenv), so one per script and vm serves every run. The cache is
+// emptied when full (SCRIPT FLUSH leaves old scripts in it until then).
+func (v *vm) closure(s *evalScript) *lua.LFunction {
+	if fn := v.funcs[s]; fn != nil {
+		return fn
+	}
+	fn := v.L.NewFunctionFromProto(s.proto)
+	if s.proto.NumUpvalues != 0 {
+		return fn // not reached: compileEval's body has none; never share one that has
+	}
+	if len(v.funcs) >= maxClosures {
+		clear(v.funcs)
+	}
+	v.funcs[s] = fn
+	return fn
 }
 
 // readonly returns a proxy of t that refuses writes.

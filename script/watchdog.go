@@ -113,38 +113,45 @@ func (w *watchdog) check() bool {
 	}
 	now := time.Now()
 	var oldest *Run
-	var slow []*Run
+	type slowRun struct {
+		function bool
+		ran      time.Duration
+	}
+	var slow []slowRun
+	var stopped string // the name of the run the memory limit stopped
+	// Runs are halted here, under rmu, while they are surely running: a
+	// Run is reused by its Lua state once it ends (see halt). What is
+	// logged is copied out for the same reason.
 	e.rmu.Lock()
 	n := len(e.running)
-	var gone []*Run
 	for r := range e.running {
 		if r.client != nil && r.client.Err() != nil {
-			gone = append(gone, r)
+			r.halt(errClientGone)
 		}
 		if thr > 0 && !r.warned && now.Sub(r.Start) >= thr {
 			r.warned = true
-			slow = append(slow, r)
+			slow = append(slow, slowRun{r.Function, now.Sub(r.Start)})
 		}
 		if limit > 0 && live > r.heap+uint64(limit) && (oldest == nil || r.Start.Before(oldest.Start)) {
 			oldest = r
 		}
 	}
+	if oldest != nil {
+		stopped = oldest.Name
+		oldest.halt(errOutOfMemory)
+	}
 	e.rmu.Unlock()
 	for _, r := range slow {
 		cmd := "SCRIPT KILL"
-		if r.Function {
+		if r.function {
 			cmd = "FUNCTION KILL"
 		}
 		e.logf(LogWarning, "Slow script detected: still in execution after "+
-			strconv.FormatInt(now.Sub(r.Start).Milliseconds(), 10)+
+			strconv.FormatInt(r.ran.Milliseconds(), 10)+
 			" milliseconds. You can try killing the script using the "+cmd+" command.")
 	}
-	for _, r := range gone {
-		r.halt(errClientGone)
-	}
 	if oldest != nil {
-		e.logf(LogWarning, "Script "+oldest.Name+" stopped: the live heap grew past the script memory limit")
-		oldest.halt(errOutOfMemory)
+		e.logf(LogWarning, "Script "+stopped+" stopped: the live heap grew past the script memory limit")
 	}
 	return n > 0
 }
