@@ -24,17 +24,19 @@ const (
 	// most the first fence after a quiet spell waits in the log.
 	DefaultRelayInterval = 5 * time.Millisecond
 	// relayBusyFactor: under steady writes, drains that take rows start
-	// this many intervals apart (10 ms by default), start to start, unless
+	// this many intervals apart (5 ms by default), start to start, unless
 	// one filled a batch. A drain costs the relay's backend, pgcache and
-	// every listener a wake-up each, whether it carries 10 fences or 100,
-	// so drains are spaced: 20 ms about halved the relay backend's CPU
-	// under 16 pgbench writers against 5 ms, but a fence then waited up to
-	// 20 ms, and the commit-to-push lag of CLIENT TRACKING had a p99 near
-	// 60 ms under the coherence bench (docs/performance.md). Counted from
-	// the start of the last drain, not its end, the spacing does not grow
-	// by however long a drain took on a busy host. After a quiet spell a
-	// fence waits up to 5 ms.
-	relayBusyFactor = 2
+	// every listener a wake-up each, whether it carries 10 fences or 100.
+	// Spaced 20 ms apart, drains took about half the relay backend's CPU
+	// of 5 ms under 16 pgbench writers, but a fence waited a whole cycle
+	// in the log, and CLIENT TRACKING's commit-to-push lag had a p99 over
+	// 100 ms under the coherence bench. On a busy host a drain's two round
+	// trips take about as long as 5 ms, so drains run nearly back to back
+	// there and the lag's p99 came to 44–57 ms (docs/performance.md).
+	// Counted from the start of the last drain, not its end, the spacing
+	// does not grow by however long a drain took. After a quiet spell a
+	// fence waits up to one interval.
+	relayBusyFactor = 1
 	// relayBatch bounds the rows one drain takes, so one transaction never
 	// holds many row locks.
 	relayBatch = 10000
