@@ -96,8 +96,8 @@ func (f *Fences) fenceAllFrom(at time.Time) {
 //     been missed is dropped.
 //
 // Source is "postgres"; At is the commit-ish time of the notification's
-// fences by PostgreSQL's clock (payload.go: the earliest time one was
-// logged, before its commit), zero for the reports of this process (Lost,
+// fences by PostgreSQL's clock (payload.go: the earliest time one can
+// have committed), zero for the reports of this process (Lost,
 // coming online) and from relays without it.
 func (t *Tier) Notify(fn func(backends.Outside)) (cancel func()) {
 	return t.f.watch(t.table.Name, func(n fenceNote) {

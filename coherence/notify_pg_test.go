@@ -354,7 +354,9 @@ func TestTierNotifyRace(t *testing.T) {
 
 // TestFenceTimes: with either trigger, a fence's At is the time the
 // trigger logged it, within the writing statement and before its commit,
-// not the later time the relay took it from the log.
+// not the later time the relay took it from the log. (No drain runs while
+// the transaction waits: canaries are 10 s apart, and a drain that took
+// rows would raise At, see TestFenceTimeAfterEarlierDrain.)
 func TestFenceTimes(t *testing.T) {
 	p := pg.Pool(t)
 	ctx := context.Background()
@@ -365,7 +367,7 @@ func TestFenceTimes(t *testing.T) {
 			t.Fatalf("attach with %s: %q, %v", fn, got, err)
 		}
 	}
-	c := startCoordinator(t, p, CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: 100 * time.Millisecond}})
+	c := startCoordinator(t, p, CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: 10 * time.Second}})
 	for _, fn := range fns {
 		t.Run(string(fn), func(t *testing.T) {
 			table := "public.ftime_" + string(fn)
@@ -403,6 +405,59 @@ func TestFenceTimes(t *testing.T) {
 				t.Fatal("no fence within 20s")
 			}
 		})
+	}
+}
+
+// TestFenceTimeAfterEarlierDrain: a fence whose transaction stayed open
+// across a drain gets that drain's start as its time, not its trigger's:
+// it cannot have committed before a drain that took everything it saw.
+func TestFenceTimeAfterEarlierDrain(t *testing.T) {
+	p := pg.Pool(t)
+	ctx := context.Background()
+	testenv.Exec(t, p, `CREATE TABLE ftime_open (k int PRIMARY KEY, v int)`)
+	if err := Attach(ctx, p, "ftime_open"); err != nil {
+		t.Fatal(err)
+	}
+	c := startCoordinator(t, p, CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: 10 * time.Second}})
+	notes := make(chan fenceNote, 10)
+	defer c.Fences.watch("public.ftime_open", func(n fenceNote) { notes <- n })()
+	next := func(key string) fenceNote {
+		t.Helper()
+		for {
+			select {
+			case n := <-notes:
+				if slices.Equal(n.keys, []string{key}) {
+					return n
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no fence on %s within 20s", key)
+			}
+		}
+	}
+	tx, err := p.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var logged time.Time
+	if err := tx.QueryRow(ctx, `INSERT INTO ftime_open VALUES (1, 0) RETURNING clock_timestamp()`).Scan(&logged); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	// Another write, drained while the first transaction is open: the
+	// drain starts at least 100 ms after the first fence was logged.
+	testenv.Exec(t, p, `INSERT INTO ftime_open VALUES (2, 0)`)
+	next("2")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := next("1")
+	var now time.Time
+	if err := p.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		t.Fatal(err)
+	}
+	if n.at.Before(logged.Add(90*time.Millisecond)) || n.at.After(now) {
+		t.Fatalf("At %v: want after the drain that took key 2 (logged %v, +100 ms) and before %v", n.at, logged, now)
 	}
 }
 

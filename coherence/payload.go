@@ -23,12 +23,19 @@ import (
 //
 //	{"v":1,"t":"schema.table","k":[…],"a":1764621296123456}
 //
-// It is the earliest time the trigger logged one of the notification's
-// fences (the log's at column, clock_timestamp() as the row was written):
-// before that write's commit, by as long as the rest of its transaction
-// took. So a commit-to-push lag measured from it is never shorter than the
-// true one. Fences logged without a time (a log or a C trigger from before
-// the column, attach.go) get the time the relay took them from the log
+// It is the earliest time any of the notification's fences can have
+// committed, by what the relay knows: for each fence the later of
+//   - the time the trigger logged it (the log's at column, clock_timestamp()
+//     as the row was written), before that write's commit by as long as the
+//     rest of its transaction took, its WAL flush included; and
+//   - the start of the relay's previous drain, when that drain took all it
+//     could see (it did not fill a batch): a fence committed before it would
+//     have been in its snapshot, taken as its statement began.
+//
+// So a commit-to-push lag measured from it is never shorter than the true
+// one, and it does not count a writer's own commit as the relay's delay.
+// Fences logged without a time (a log or a C trigger from before the
+// column, attach.go) get the time the relay took them from the log
 // instead (the DELETE's statement_timestamp(), after their commit, by up
 // to a relay interval plus the drain).
 //

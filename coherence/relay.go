@@ -90,6 +90,10 @@ type Relay struct {
 	// PayloadVersion).
 	id     string
 	drains uint64
+	// floor is when this session's last drain began, if it took all it
+	// could see (unix microseconds; 0: none): every fence the next drain
+	// takes committed after it (see PayloadVersion's "a").
+	floor int64
 	// local handles a drain's fence payloads in this instance as soon as
 	// the drain takes them (the coordinator's Listener.applyLocal); nil:
 	// this instance hears of them by NOTIFY like the others.
@@ -184,6 +188,7 @@ func (r *Relay) session(ctx context.Context) error {
 	}
 	r.Stats.Active.Store(true)
 	r.log.Info("fence relay active")
+	r.floor = 0
 	vctx, stopVacuum := context.WithCancel(ctx)
 	vacuum, vacuumed := make(chan struct{}, 1), make(chan struct{})
 	go r.vacuumer(vctx, vacuum, vacuumed)
@@ -311,15 +316,18 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 	if err := conn.SendBatch(ctx, take).Close(); err != nil {
 		return 0, err
 	}
+	b.committedAfter(r.floor)
 	if n < relayBatch {
 		// The log is empty as of this statement's snapshot: every fence
 		// logged before the canaries has been taken, in this batch or an
 		// earlier one. Canaries go out last, after this batch's fences.
 		b.canaries = append(r.held, b.canaries...)
 		r.held = nil
+		r.floor = b.drained
 	} else {
 		r.held = append(r.held, b.canaries...)
 		b.canaries = nil
+		r.floor = 0
 	}
 	publish := &pgx.Batch{}
 	var payloads []string
@@ -411,6 +419,16 @@ func (b *batch) add(tbl string, keys []byte, at *int64) {
 	}
 	for _, k := range list {
 		tk.keys[string(k)] = struct{}{}
+	}
+}
+
+// committedAfter raises each table's time to floor (unix microseconds;
+// 0: none): its fences all committed after it.
+func (b *batch) committedAfter(floor int64) {
+	for _, tk := range b.tables {
+		if tk.at != 0 && tk.at < floor {
+			tk.at = floor
+		}
 	}
 }
 
