@@ -20,23 +20,16 @@ import (
 
 // Relay timing.
 const (
-	// DefaultRelayInterval is how often an empty fence log is looked at: the
-	// most the first fence after a quiet spell waits in the log.
+	// DefaultRelayInterval is how far apart drains start under steady
+	// writes (start to start, so a slow drain does not widen the gap), and
+	// how long an empty log goes unlooked at: about the most a fence waits
+	// in the log. A drain costs the relay's backend, pgcache and every
+	// listener a wake-up each, whether it carries 10 fences or 100; a
+	// wider spacing saves relay CPU but every fence waits a whole cycle,
+	// and CLIENT TRACKING's commit-to-push lag grows with it. On a busy
+	// host a drain's two round trips take about as long as 5 ms, so drains
+	// run back to back there (docs/performance.md has the measurements).
 	DefaultRelayInterval = 5 * time.Millisecond
-	// relayBusyFactor: under steady writes, drains that take rows start
-	// this many intervals apart (5 ms by default), start to start, unless
-	// one filled a batch. A drain costs the relay's backend, pgcache and
-	// every listener a wake-up each, whether it carries 10 fences or 100.
-	// Spaced 20 ms apart, drains took about half the relay backend's CPU
-	// of 5 ms under 16 pgbench writers, but a fence waited a whole cycle
-	// in the log, and CLIENT TRACKING's commit-to-push lag had a p99 over
-	// 100 ms under the coherence bench. On a busy host a drain's two round
-	// trips take about as long as 5 ms, so drains run nearly back to back
-	// there and the lag's p99 came to 44–57 ms (docs/performance.md).
-	// Counted from the start of the last drain, not its end, the spacing
-	// does not grow by however long a drain took. After a quiet spell a
-	// fence waits up to one interval.
-	relayBusyFactor = 1
 	// relayBatch bounds the rows one drain takes, so one transaction never
 	// holds many row locks.
 	relayBatch = 10000
@@ -221,7 +214,7 @@ func (r *Relay) session(ctx context.Context) error {
 				continue // more waiting: drain on
 			}
 			if busy {
-				if wait = relayBusyFactor*r.interval - time.Since(began); wait <= 0 {
+				if wait = r.interval - time.Since(began); wait <= 0 {
 					continue
 				}
 			}
