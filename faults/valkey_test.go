@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -188,17 +189,26 @@ func downWhileLoaded(t *testing.T, p *pgcache) {
 		t.Errorf("SET on the memory route with Valkey down = %q, %v", v, err)
 	}
 	// pgcache runs in this process: its goroutines, descriptors and heap
-	// are the test's own.
+	// are the test's own. Goroutines and descriptors are judged by their
+	// median over two seconds of failing requests (about 1,500 a second):
+	// one leaked per request would put it hundreds above the start, while
+	// a sample may catch a burst of requests in flight (timers, retries)
+	// that a loaded machine has not run to their end yet.
 	base, baseHeap := self(), liveHeap()
-	peak, peakHeap := base, baseHeap
+	var gs, fds []int
+	peakHeap := baseHeap
 	for range 20 {
 		time.Sleep(100 * time.Millisecond)
 		now := self()
-		peak = resources{goroutines: max(peak.goroutines, now.goroutines), fds: max(peak.fds, now.fds)}
+		gs, fds = append(gs, now.goroutines), append(fds, now.fds)
 		peakHeap = max(peakHeap, liveHeap())
 	}
-	if peak.goroutines > base.goroutines+10 || peak.fds > base.fds+10 || peakHeap > baseHeap+32<<20 {
-		t.Errorf("while Valkey was down, %v became %v and the heap %d bytes became %d", base, peak, baseHeap, peakHeap)
+	slices.Sort(gs)
+	slices.Sort(fds)
+	mid := resources{goroutines: gs[len(gs)/2], fds: fds[len(fds)/2]}
+	if mid.goroutines > base.goroutines+10 || mid.fds > base.fds+10 || peakHeap > baseHeap+32<<20 {
+		t.Errorf("while Valkey was down, %v became %v (median; peak %d goroutines, %d fds) and the heap %d bytes became %d",
+			base, mid, gs[len(gs)-1], fds[len(fds)-1], baseHeap, peakHeap)
 	}
 }
 
