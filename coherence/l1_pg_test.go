@@ -27,22 +27,29 @@ type instance struct {
 
 func newInstance(t testing.TB, table string) *instance {
 	t.Helper()
+	return instanceOn(t, backends.RouteSpec{Name: table, Table: table, Durability: "unlogged"}, 200*time.Millisecond)
+}
+
+// instanceOn is one pgcache's coherence and L1 tier over the route spec,
+// with its triggers attached and canaries ping apart, online.
+func instanceOn(t testing.TB, spec backends.RouteSpec, ping time.Duration) *instance {
+	t.Helper()
 	d, err := postgres.NewDriver("pg", postgres.Options{DSN: pg.DSN(), MaxConns: 8}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := d.Open(context.Background(), backends.RouteSpec{Name: table, Table: table, Durability: "unlogged"})
+	kv, err := d.Open(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCoordinator(d.Pool(), CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: 200 * time.Millisecond}}, zap.NewNop())
+	c := NewCoordinator(d.Pool(), CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: ping}}, zap.NewNop())
 	c.OnConnect(func(ctx context.Context) error {
 		if err := kv.(interface{ Prepare(context.Context) error }).Prepare(ctx); err != nil {
 			return err
 		}
 		return Attach(ctx, d.Pool(), kv.(backends.Fenced).FenceTable())
 	})
-	tier, err := c.NewTier(table, kv, L1{MaxBytes: 16 << 20})
+	tier, err := c.NewTier(spec.Name, kv, L1{MaxBytes: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

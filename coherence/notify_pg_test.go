@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/backendtest"
-	"github.com/pgcache/pgcache/backends/postgres"
 	"github.com/pgcache/pgcache/coherence/fence"
 	"github.com/pgcache/pgcache/internal/testenv"
 )
@@ -21,33 +19,7 @@ import (
 // its triggers attached, online.
 func tierOn(t *testing.T, spec backends.RouteSpec) *instance {
 	t.Helper()
-	d, err := postgres.NewDriver("pg", postgres.Options{DSN: pg.DSN(), MaxConns: 8}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := d.Open(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := NewCoordinator(d.Pool(), CoordinatorOptions{ListenerOptions: ListenerOptions{PingInterval: 100 * time.Millisecond}}, zap.NewNop())
-	c.OnConnect(func(ctx context.Context) error {
-		if err := b.(interface{ Prepare(context.Context) error }).Prepare(ctx); err != nil {
-			return err
-		}
-		return Attach(ctx, d.Pool(), b.(backends.Fenced).FenceTable())
-	})
-	tier, err := c.NewTier(spec.Name, b, L1{MaxBytes: 16 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Start()
-	t.Cleanup(func() {
-		c.Close()
-		tier.Close()
-		d.Close()
-	})
-	waitFor(t, "instance online", func() bool { s, _ := c.Listener.State(); return s == StateOnline })
-	return &instance{coord: c, tier: tier, kv: b}
+	return instanceOn(t, spec, 100*time.Millisecond)
 }
 
 type reports = backendtest.Reports
