@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,31 +36,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer is a buffer safe to write from the progress goroutine and
-// the runner at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // tinyOptions is a run small enough for CI: 1000 keys, 1 s of GET, 1000
 // background rows, pgcache in-process, files in a temporary directory.
-func tinyOptions(t *testing.T, engines ...string) (Options, *syncBuffer) {
+func tinyOptions(t *testing.T, engines ...string) (Options, *testenv.SyncBuffer) {
 	t.Helper()
 	dir := t.TempDir()
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("output:\n%s", out.String())

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,7 +64,7 @@ func TestDemo(t *testing.T) {
 	// Its own process group, as at a terminal where Ctrl-C reaches the
 	// demo; killed with the test if the test dies first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var stderr syncBuffer
+	var stderr testenv.SyncBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -75,7 +74,7 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	exited, done := make(chan error, 1), make(chan struct{})
-	var stdout syncBuffer
+	var stdout testenv.SyncBuffer
 	go func() {
 		_, err := io.Copy(&stdout, out)
 		if werr := cmd.Wait(); err == nil {
@@ -204,7 +203,7 @@ func runShell(line string) (string, error) {
 }
 
 // waitFor returns the demo's output once it has printed want.
-func waitFor(t *testing.T, stdout, stderr *syncBuffer, exited <-chan error, want string, timeout time.Duration) string {
+func waitFor(t *testing.T, stdout, stderr *testenv.SyncBuffer, exited <-chan error, want string, timeout time.Duration) string {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
@@ -230,24 +229,6 @@ func alive(pid int) bool {
 	s := string(b)
 	end := strings.LastIndexByte(s, ')')
 	return end < 0 || !strings.HasPrefix(strings.TrimSpace(s[end+1:]), "Z")
-}
-
-// syncBuffer is a bytes.Buffer a child process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A default address that something else listens on is taken: the demo

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/pgcache/pgcache/internal/testenv"
 )
 
 // agentTimeout bounds one request to an agent.
@@ -22,7 +23,7 @@ type agent struct {
 	file   string
 	stdin  io.WriteCloser
 	lines  chan []byte
-	stderr *syncBuffer
+	stderr *testenv.SyncBuffer
 }
 
 func startAgent(t *testing.T, interp, file string, env []string) *agent {
@@ -30,7 +31,7 @@ func startAgent(t *testing.T, interp, file string, env []string) *agent {
 	cmd := exec.Command(interp, file)
 	cmd.Env = env
 	cmd.WaitDelay = 5 * time.Second
-	a := &agent{file: file, lines: make(chan []byte, 16), stderr: &syncBuffer{}}
+	a := &agent{file: file, lines: make(chan []byte, 16), stderr: &testenv.SyncBuffer{}}
 	cmd.Stderr = a.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -113,22 +114,4 @@ func (a *agent) recv(t *testing.T, rep any) {
 	case <-time.After(agentTimeout):
 		t.Fatalf("%s: no reply within %v; stderr:\n%s", a.file, agentTimeout, a.stderr)
 	}
-}
-
-// syncBuffer is a bytes.Buffer a child process writes while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
