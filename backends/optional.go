@@ -100,11 +100,12 @@ type Atomic interface {
 
 // Watchable is a Backend that learns of writes made elsewhere (an L1
 // tier's fences from PostgreSQL, a Valkey client cache's invalidations),
-// so WATCH can see them: a token now, and later whether key may have
+// so WATCH can see them: a token for key, and later whether key may have
 // changed since. When it cannot be sure (fences may have been missed), it
-// says changed.
+// says changed. WatchToken may wait (until ctx ends) for news of a write
+// made before it, so that the write does not count as one after it.
 type Watchable interface {
-	WatchToken() uint64
+	WatchToken(ctx context.Context, key string) uint64
 	ChangedSince(key string, tok uint64) bool
 }
 

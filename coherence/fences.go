@@ -39,6 +39,7 @@
 package coherence
 
 import (
+	"context"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -73,8 +74,27 @@ type Fences struct {
 
 	watchers subs.Set[watcher] // the tiers told of the listener's fences (notify.go)
 
+	// WATCH after this instance's own write (AwaitOwnWrite): own holds,
+	// per bucket, when this instance last wrote a key of it, and heard the
+	// time before which every fence committed has been recorded, as this
+	// instance's relay learns it (zero on the others). Both are
+	// nanoseconds since epoch, on the monotonic clock.
+	epoch time.Time
+	own   [ownBuckets]atomic.Int64
+	heard atomic.Int64
+
 	Stats Stats
 }
+
+// ownBuckets is the number of buckets of Fences.own: two keys that share
+// one only make a WATCH wait for the other's fence too.
+const ownBuckets = 1 << 14
+
+// OwnWriteWait bounds how long WATCH waits for the fence of this
+// instance's own write (AwaitOwnWrite); the relay drains every few
+// milliseconds, and a heard time older than this means this instance's
+// relay is not the active one.
+const OwnWriteWait = 250 * time.Millisecond
 
 // Stats count fences by kind. Each is monotonic.
 type Stats struct {
@@ -89,7 +109,7 @@ func NewFences(n int) *Fences {
 	if n <= 0 {
 		n = DefaultBuckets
 	}
-	f := &Fences{tables: map[string]*Table{}}
+	f := &Fences{tables: map[string]*Table{}, epoch: time.Now()}
 	f.keys.Init(n)
 	return f
 }
@@ -136,6 +156,52 @@ func (f *Fences) FenceHash(h uint64) uint64 {
 	f.Stats.KeyFences.Add(1)
 	return s
 }
+
+// FenceOwn records a fence for a key this instance has just written (its
+// write returned), and when, for AwaitOwnWrite.
+func (f *Fences) FenceOwn(h uint64) {
+	f.FenceHash(h)
+	f.own[h%ownBuckets].Store(f.since(time.Now()))
+}
+
+// AwaitOwnWrite returns once the fence of this instance's last write of
+// the key whose Hash is h has come back through the log, so that a WATCH
+// token taken next is not raised by that earlier write. It waits only
+// where that is known, on the instance whose relay is active (its drains
+// mark what they have taken, heardThrough), and at most OwnWriteWait;
+// elsewhere the fence may still arrive after the token and abort an EXEC
+// that no write came between. Waiting is always safe: WATCH takes effect
+// when its token is taken.
+func (f *Fences) AwaitOwnWrite(ctx context.Context, h uint64) {
+	wrote := f.own[h%ownBuckets].Load()
+	if wrote == 0 {
+		return
+	}
+	var tick *time.Timer
+	for start := time.Now(); ; {
+		heard, now := f.heard.Load(), f.since(time.Now())
+		if heard >= wrote || heard == 0 || now-heard > int64(OwnWriteWait) || time.Since(start) > OwnWriteWait || !f.online.Load() {
+			return
+		}
+		if tick == nil {
+			tick = time.NewTimer(time.Millisecond)
+			defer tick.Stop()
+		} else {
+			tick.Reset(time.Millisecond)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// heardThrough notes that every fence committed before t has been
+// recorded: this instance's relay drained the whole log as of t.
+func (f *Fences) heardThrough(t time.Time) { f.heard.Store(f.since(t)) }
+
+func (f *Fences) since(t time.Time) int64 { return int64(t.Sub(f.epoch)) }
 
 // FenceTable records a fence for every key of table.
 func (f *Fences) FenceTable(table string) uint64 {

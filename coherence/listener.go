@@ -269,7 +269,19 @@ func (l *Listener) received(msg string) {
 // failed to commit, or this connection was lost) is forgotten after
 // DeadAfter; a failed drain's rows are taken again by a later one, under a
 // new id, and only fence the same keys twice.
-func (l *Listener) applyLocal(payloads []string) {
+//
+// A drain that took the whole log also tells, in through, the time before
+// which every committed fence has now been handled (Fences.AwaitOwnWrite).
+func (l *Listener) applyLocal(payloads []string, through time.Time) {
+	if len(payloads) > 0 {
+		l.applyLocalFences(payloads)
+	}
+	if !through.IsZero() {
+		l.f.heardThrough(through)
+	}
+}
+
+func (l *Listener) applyLocalFences(payloads []string) {
 	now := time.Now()
 	l.hmu.Lock()
 	defer l.hmu.Unlock()

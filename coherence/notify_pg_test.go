@@ -2,6 +2,7 @@ package coherence
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -137,6 +138,41 @@ func TestRelayAppliesItsDrainsLocally(t *testing.T) {
 	}
 	if rs.LocalFences.Load() != 0 || rs.Echoes.Load() != 0 {
 		t.Errorf("the standby's listener applied %d local fences and skipped %d echoes, want 0 and 0", rs.LocalFences.Load(), rs.Echoes.Load())
+	}
+}
+
+// TestWatchAfterOwnWrite: a WATCH token taken right after this instance's
+// own write is not raised when that write's fence comes back through the
+// log (the EXEC it guards would abort with no write in between), while a
+// write after the token still raises it.
+func TestWatchAfterOwnWrite(t *testing.T) {
+	p := pg.Pool(t)
+	a := tierOn(t, backends.RouteSpec{Name: "wkv", Table: "watch_own_kv", Durability: "unlogged"})
+	waitFor(t, "the relay active", a.coord.Relay.Stats.Active.Load)
+	ctx := context.Background()
+	// The fences of the writes so far have come back once a canary sent
+	// after them has.
+	settled := func() {
+		t.Helper()
+		since := pgNow(t, a)
+		waitFor(t, "a canary after the writes", func() bool { return a.coord.Listener.Proven().After(since) })
+	}
+	const rounds = 5
+	for i := range rounds {
+		if _, err := a.tier.Set(ctx, "k", []byte(fmt.Sprint("v", i)), backends.SetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tok := a.tier.WatchToken(ctx, "k")
+		settled()
+		if a.tier.ChangedSince("k", tok) {
+			t.Fatalf("round %d: the fence of a write made before the WATCH token counted as a change after it", i)
+		}
+	}
+	tok := a.tier.WatchToken(ctx, "k")
+	testenv.Exec(t, p, `UPDATE watch_own_kv SET value = 'sql' WHERE key = 'k'`)
+	settled()
+	if !a.tier.ChangedSince("k", tok) {
+		t.Fatal("a write by plain SQL after the token is not seen")
 	}
 }
 

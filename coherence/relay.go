@@ -88,9 +88,11 @@ type Relay struct {
 	// takes committed after it (see PayloadVersion's "a").
 	floor int64
 	// local handles a drain's fence payloads in this instance as soon as
-	// the drain takes them (the coordinator's Listener.applyLocal); nil:
-	// this instance hears of them by NOTIFY like the others.
-	local func(payloads []string)
+	// the drain takes them (the coordinator's Listener.applyLocal), with
+	// the time before which every fence committed has now been taken (zero
+	// when the drain left some in the log); nil: this instance hears of
+	// them by NOTIFY like the others.
+	local func(payloads []string, through time.Time)
 }
 
 // NewRelay returns a relay; Run starts it.
@@ -306,10 +308,12 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 		}
 		return rows.Err()
 	})
+	sent := time.Now() // the DELETE's snapshot is taken after this
 	if err := conn.SendBatch(ctx, take).Close(); err != nil {
 		return 0, err
 	}
 	b.committedAfter(r.floor)
+	var through time.Time
 	if n < relayBatch {
 		// The log is empty as of this statement's snapshot: every fence
 		// logged before the canaries has been taken, in this batch or an
@@ -317,6 +321,7 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 		b.canaries = append(r.held, b.canaries...)
 		r.held = nil
 		r.floor = b.drained
+		through = sent
 	} else {
 		r.held = append(r.held, b.canaries...)
 		b.canaries = nil
@@ -326,9 +331,11 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 	var payloads []string
 	if n > 0 || len(b.canaries) > 0 {
 		payloads = b.payloads()
-		if fences := payloads[:len(payloads)-len(b.canaries)]; len(fences) > 0 && r.local != nil {
-			r.local(fences)
-		}
+	}
+	if r.local != nil {
+		r.local(payloads[:len(payloads)-len(b.canaries)], through)
+	}
+	if len(payloads) > 0 {
 		publish.Queue("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", Channel, payloads)
 	}
 	publish.Queue("COMMIT")

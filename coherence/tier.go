@@ -372,7 +372,7 @@ func (t *Tier) readMany(ctx context.Context, keys []string) ([]backends.Expiring
 func (t *Tier) invalidate(keys ...string) {
 	for _, k := range keys {
 		if h, err := t.hash(k); err == nil {
-			t.f.FenceHash(h)
+			t.f.FenceOwn(h)
 		} else {
 			t.f.FenceTable(t.table.Name)
 		}
@@ -445,8 +445,15 @@ func (t *Tier) inRun(h uint64) bool {
 
 // WatchToken and ChangedSince let WATCH see the writes the tier's fences
 // report: by any instance, and by plain SQL. While fences may be missed,
-// every key may have changed.
-func (t *Tier) WatchToken() uint64 { return uint64(t.f.Token()) }
+// every key may have changed. The token is taken once the fence of this
+// instance's own last write of the key is back (Fences.AwaitOwnWrite):
+// that write came before the WATCH and must not abort its EXEC.
+func (t *Tier) WatchToken(ctx context.Context, key string) uint64 {
+	if h, err := t.hash(key); err == nil {
+		t.f.AwaitOwnWrite(ctx, h)
+	}
+	return uint64(t.f.Token())
+}
 
 func (t *Tier) ChangedSince(key string, tok uint64) bool {
 	h, err := t.hash(key)

@@ -168,7 +168,7 @@ func cmdWatch(c *conn, args [][]byte) {
 			return
 		}
 		stored = strings.Clone(stored) // a view of the read buffer
-		w := watched{r: r, key: stored, mark: r.Watch(stored)}
+		w := watched{r: r, key: stored, mark: r.Watch(c.ctx, stored)}
 		c.watches = append(c.watches, w) // Unwatch is owed even if the read fails
 		v, ok, err := r.Backend.Get(c.ctx, stored)
 		if err != nil {

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"context"
 	"hash/maphash"
 	"sync/atomic"
 
@@ -41,12 +42,13 @@ type Mark struct {
 	remote uint64
 }
 
-// Watch starts watching the route's key k; Unwatch must follow.
-func (r *Route) Watch(k string) Mark {
+// Watch starts watching the route's key k; Unwatch must follow. The
+// backend may wait for news of an earlier write (backends.Watchable).
+func (r *Route) Watch(ctx context.Context, k string) Mark {
 	r.watch.watchers.Add(1)
 	m := Mark{local: r.watch.bucket(k).Load()}
 	if w, ok := backends.As[backends.Watchable](r.raw); ok {
-		m.remote = w.WatchToken()
+		m.remote = w.WatchToken(ctx, k)
 	}
 	return m
 }
