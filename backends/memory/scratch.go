@@ -22,11 +22,37 @@ type Scratch struct {
 	*Store
 }
 
-// NewScratch returns an empty Scratch. Close it when done.
-func NewScratch() *Scratch {
+// scratches keeps closed Scratches for reuse: making the otter cache was
+// most of what a read-only EXEC on a remote route cost.
+var scratches = sync.Pool{New: func() any {
 	c := otter.Must(&otter.Options[string, *item]{Executor: inline})
 	// A zero Sweeper is never started: Wrote only records a deadline.
 	return &Scratch{Store: &Store{c: c, sweep: &sweep.Sweeper[*item]{}, cursors: newCursors(), moves: new(sync.Mutex), release: func() {}}}
+}}
+
+// NewScratch returns an empty Scratch. Close it when done, and use it no
+// more: it is emptied and made again by a later NewScratch.
+func NewScratch() *Scratch { return scratches.Get().(*Scratch) }
+
+// maxPooledScratch is the most keys a Scratch may have held and still be
+// kept: the cache's table stays as large as it grew, and emptying it costs
+// its size.
+const maxPooledScratch = 64
+
+// Close empties the scratch and keeps it for reuse. Values read from it
+// stay the reader's: a write stores a copy, never into an earlier item.
+func (s *Scratch) Close() error {
+	if s.c.EstimatedSize() > maxPooledScratch {
+		return nil
+	}
+	s.c.InvalidateAll()
+	s.sweep = &sweep.Sweeper[*item]{}
+	if s.cursors.Len() > 0 {
+		s.cursors.Close()
+		s.cursors = newCursors()
+	}
+	scratches.Put(s)
+	return nil
 }
 
 // Peek returns key's value and deadline (unix nanoseconds, 0 for none) as
