@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pgcache/pgcache/backends"
 )
@@ -69,29 +70,48 @@ func parseRowKey(key string, pk []column) ([]string, error) {
 
 // jsonScalar returns the text of a JSON string, number or boolean.
 // Surrounding spaces are not JSON's here: " 42" is the bare text " 42".
+// It runs for every read of a table route's key (the L1's fence key and
+// the query's parameters), so the common spellings take no decoder: a
+// number is its own text, and a string without escapes its bytes.
 func jsonScalar(b []byte) (string, bool) {
 	if len(b) == 0 {
 		return "", false
 	}
 	switch c := b[0]; {
 	case c == '"':
+		if len(b) < 2 || b[len(b)-1] != '"' {
+			return "", false
+		}
+		if in := b[1 : len(b)-1]; plainJSONString(in) {
+			return string(in), true
+		}
 		var s string
-		if b[len(b)-1] != '"' || json.Unmarshal(b, &s) != nil {
+		if json.Unmarshal(b, &s) != nil {
 			return "", false
 		}
 		return s, true
 	case string(b) == "true" || string(b) == "false":
 		return string(b), true
 	case c == '-' || (c >= '0' && c <= '9'):
-		var n json.Number
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.UseNumber()
-		if d.Decode(&n) != nil || d.InputOffset() != int64(len(b)) {
+		// A valid JSON text that starts so is a number; ending in a digit,
+		// it has no trailing space. A number's text is its json.Number.
+		if last := b[len(b)-1]; last < '0' || last > '9' || !json.Valid(b) {
 			return "", false
 		}
-		return n.String(), true
+		return string(b), true
 	}
 	return "", false
+}
+
+// plainJSONString reports whether b, the inside of a JSON string, is its
+// own value: valid UTF-8 with no escape, quote or control character.
+func plainJSONString(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 // checkKeyValue checks a key value against its column where Go can do it

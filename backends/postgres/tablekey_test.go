@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strconv"
@@ -122,4 +124,45 @@ func TestKVKeyParsers(t *testing.T) {
 			t.Errorf("%s key %q: %v, want ok=%v", tc.keyType, tc.key, err, tc.ok)
 		}
 	}
+}
+
+// jsonScalarDecoded is jsonScalar as the encoding/json decoder reads it:
+// the fast paths of jsonScalar must agree with it on every input.
+func jsonScalarDecoded(b []byte) (string, bool) {
+	if len(b) == 0 {
+		return "", false
+	}
+	switch c := b[0]; {
+	case c == '"':
+		var s string
+		if b[len(b)-1] != '"' || json.Unmarshal(b, &s) != nil {
+			return "", false
+		}
+		return s, true
+	case string(b) == "true" || string(b) == "false":
+		return string(b), true
+	case c == '-' || (c >= '0' && c <= '9'):
+		var n json.Number
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		if d.Decode(&n) != nil || d.InputOffset() != int64(len(b)) {
+			return "", false
+		}
+		return n.String(), true
+	}
+	return "", false
+}
+
+func FuzzJSONScalar(f *testing.F) {
+	for _, s := range []string{`42`, `-0`, `01`, `1.`, `1.5e-3`, `1E+9`, `-`, `42 `, ` 42`, `1x`,
+		`""`, `"a"`, `"a\"b"`, `"\u00e9"`, "\"\xff\"", "\"tab\there\"", `"`, `"a`, `true`, `false`, `null`, `[1]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, gok := jsonScalar(b)
+		want, wok := jsonScalarDecoded(b)
+		if got != want || gok != wok {
+			t.Fatalf("jsonScalar(%q) = %q, %v; the decoder reads %q, %v", b, got, gok, want, wok)
+		}
+	})
 }
