@@ -24,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
@@ -66,6 +67,12 @@ type loaded struct {
 	exp int64  // unix nanoseconds by the scratch's clock, 0 for none
 }
 
+// loadedMaps keeps Run's maps of the declared keys for reuse, those of at
+// most maxPooledLoaded keys (emptying a map costs the size it grew to).
+var loadedMaps = sync.Pool{New: func() any { return make(map[string]loaded) }}
+
+const maxPooledLoaded = 64
+
 // Run runs fn on a copy of keys and returns the writes that make the store
 // hold what fn left, in the order of keys. keys must be as Unique returns
 // them, and state holds one entry per key: the value (nil when absent) and
@@ -76,7 +83,13 @@ func Run(keys []string, state []backends.Expiring, start time.Time, fn func(tx b
 	defer scratch.Close()
 	ctx := context.Background() // the scratch store never blocks
 	base := start.UnixNano()
-	was := make(map[string]loaded, len(keys))
+	was := loadedMaps.Get().(map[string]loaded)
+	defer func() {
+		if len(keys) <= maxPooledLoaded {
+			clear(was)
+			loadedMaps.Put(was)
+		}
+	}()
 	for i, k := range keys {
 		e := state[i]
 		if e.Val == nil {
