@@ -92,8 +92,7 @@ const ownBuckets = 1 << 14
 
 // OwnWriteWait bounds how long WATCH waits for the fence of this
 // instance's own write (AwaitOwnWrite); the relay drains every few
-// milliseconds, and a heard time older than this means this instance's
-// relay is not the active one.
+// milliseconds.
 const OwnWriteWait = 250 * time.Millisecond
 
 // Stats count fences by kind. Each is monotonic.
@@ -166,10 +165,14 @@ func (f *Fences) FenceOwn(h uint64) {
 
 // AwaitOwnWrite returns once the fence of this instance's last write of
 // the key whose Hash is h has come back through the log, so that a WATCH
-// token taken next is not raised by that earlier write. It waits only
-// where that is known, on the instance whose relay is active (its drains
-// mark what they have taken, heardThrough), and at most OwnWriteWait;
-// elsewhere the fence may still arrive after the token and abort an EXEC
+// token taken next is not raised by that earlier write. It knows that
+// from the drains that took the whole log (heardThrough): the active
+// relay's instance from each of them, the others from the "s" of those
+// that published fences; neither when the relay is a build without "s".
+// It waits at most OwnWriteWait (a write that changed nothing is not
+// waited for at all, see Tier.invalidate, but one whose change the tier
+// cannot tell is: on a standby, if no other fence comes, for all of it);
+// past it, the fence may still arrive after the token and abort an EXEC
 // that no write came between. Waiting is always safe: WATCH takes effect
 // when its token is taken.
 func (f *Fences) AwaitOwnWrite(ctx context.Context, h uint64) {
@@ -179,8 +182,8 @@ func (f *Fences) AwaitOwnWrite(ctx context.Context, h uint64) {
 	}
 	var tick *time.Timer
 	for start := time.Now(); ; {
-		heard, now := f.heard.Load(), f.since(time.Now())
-		if heard >= wrote || heard == 0 || now-heard > int64(OwnWriteWait) || time.Since(start) > OwnWriteWait || !f.online.Load() {
+		heard := f.heard.Load()
+		if heard >= wrote || heard == 0 || time.Since(start) > OwnWriteWait || !f.online.Load() {
 			return
 		}
 		if tick == nil {
@@ -198,8 +201,17 @@ func (f *Fences) AwaitOwnWrite(ctx context.Context, h uint64) {
 }
 
 // heardThrough notes that every fence committed before t has been
-// recorded: this instance's relay drained the whole log as of t.
-func (f *Fences) heardThrough(t time.Time) { f.heard.Store(f.since(t)) }
+// recorded: a relay drained the whole log as of t (this instance's, or
+// another's by its "s").
+func (f *Fences) heardThrough(t time.Time) {
+	v := f.since(t)
+	for {
+		cur := f.heard.Load()
+		if v <= cur || f.heard.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
 
 func (f *Fences) since(t time.Time) int64 { return int64(t.Sub(f.epoch)) }
 

@@ -32,7 +32,7 @@ func (t *Tier) Copy(ctx context.Context, src, dst string, o backends.CopyOptions
 	if !ok {
 		return 0, fmt.Errorf("l1: copy: %w", backends.ErrUnsupported)
 	}
-	defer t.invalidate(src, dst)
+	defer t.invalidate(true, src, dst)
 	return c.Copy(ctx, src, dst, o)
 }
 

@@ -325,6 +325,9 @@ func (l *Listener) handle(msg string) {
 		}
 		return
 	}
+	if fe.Through != 0 {
+		defer l.f.heardThrough(time.UnixMicro(fe.Through))
+	}
 	switch {
 	case fe.Canary != "":
 		l.canaryBack(fe.Canary)

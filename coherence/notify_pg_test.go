@@ -143,36 +143,46 @@ func TestRelayAppliesItsDrainsLocally(t *testing.T) {
 
 // TestWatchAfterOwnWrite: a WATCH token taken right after this instance's
 // own write is not raised when that write's fence comes back through the
-// log (the EXEC it guards would abort with no write in between), while a
-// write after the token still raises it.
+// log (the EXEC it guards would abort with no write in between), on the
+// relay's instance and on a standby's, while a write after the token
+// still raises it.
 func TestWatchAfterOwnWrite(t *testing.T) {
 	p := pg.Pool(t)
-	a := tierOn(t, backends.RouteSpec{Name: "wkv", Table: "watch_own_kv", Durability: "unlogged"})
-	waitFor(t, "the relay active", a.coord.Relay.Stats.Active.Load)
+	spec := backends.RouteSpec{Name: "wkv", Table: "watch_own_kv", Durability: "unlogged"}
+	a, b := tierOn(t, spec), tierOn(t, spec)
+	waitFor(t, "a relay active", func() bool { return a.coord.Relay.Stats.Active.Load() || b.coord.Relay.Stats.Active.Load() })
+	relay, standby := a, b
+	if !a.coord.Relay.Stats.Active.Load() {
+		relay, standby = b, a
+	}
 	ctx := context.Background()
-	// The fences of the writes so far have come back once a canary sent
-	// after them has.
-	settled := func() {
+	// The fences of the writes so far have come back to i once a canary
+	// it sent after them has.
+	settled := func(i *instance) {
 		t.Helper()
-		since := pgNow(t, a)
-		waitFor(t, "a canary after the writes", func() bool { return a.coord.Listener.Proven().After(since) })
+		since := pgNow(t, i)
+		waitFor(t, "a canary after the writes", func() bool { return i.coord.Listener.Proven().After(since) })
 	}
-	const rounds = 5
-	for i := range rounds {
-		if _, err := a.tier.Set(ctx, "k", []byte(fmt.Sprint("v", i)), backends.SetOptions{}); err != nil {
-			t.Fatal(err)
+	for _, c := range []struct {
+		name string
+		i    *instance
+	}{{"the relay's instance", relay}, {"a standby's instance", standby}} {
+		for round := range 3 {
+			if _, err := c.i.tier.Set(ctx, "k", []byte(fmt.Sprint("v", round)), backends.SetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			tok := c.i.tier.WatchToken(ctx, "k")
+			settled(c.i)
+			if c.i.tier.ChangedSince("k", tok) {
+				t.Fatalf("%s, round %d: the fence of a write made before the WATCH token counted as a change after it", c.name, round)
+			}
 		}
-		tok := a.tier.WatchToken(ctx, "k")
-		settled()
-		if a.tier.ChangedSince("k", tok) {
-			t.Fatalf("round %d: the fence of a write made before the WATCH token counted as a change after it", i)
+		tok := c.i.tier.WatchToken(ctx, "k")
+		testenv.Exec(t, p, `UPDATE watch_own_kv SET value = 'sql' WHERE key = 'k'`)
+		settled(c.i)
+		if !c.i.tier.ChangedSince("k", tok) {
+			t.Fatalf("%s: a write by plain SQL after the token is not seen", c.name)
 		}
-	}
-	tok := a.tier.WatchToken(ctx, "k")
-	testenv.Exec(t, p, `UPDATE watch_own_kv SET value = 'sql' WHERE key = 'k'`)
-	settled()
-	if !a.tier.ChangedSince("k", tok) {
-		t.Fatal("a write by plain SQL after the token is not seen")
 	}
 }
 

@@ -48,7 +48,13 @@ import (
 // unique, so that instance knows the one coming back as its own echo and
 // skips it instead of fencing the same keys twice.
 //
-// Both are additions within version 1, not a new version: they only inform
+// And "s", on the last fence notification of a drain that took all it
+// could see: when the relay sent that drain, in unix microseconds by its
+// clock. Every fence committed before then has been published once that
+// notification is, so an instance whose own write returned before then
+// knows its fence has come back (Fences.AwaitOwnWrite).
+//
+// All three are additions within version 1, not a new version: they only inform
 // (CLIENT TRACKING's lag, backends.Outside.At), and every reader so far,
 // before "v" and since, decodes the payload with encoding/json into a
 // struct, which skips a field it does not know (TestPayloadTime); a reader
@@ -75,6 +81,7 @@ type payload struct {
 	Canary  string            `json:"c"`
 	At      int64             `json:"a"` // unix microseconds, 0: unknown
 	Drain   string            `json:"d"` // the drain that published it, "" for older relays
+	Through int64             `json:"s"` // unix microseconds by the relay's clock, 0: none
 }
 
 // at is the payload's time, zero when it has none.

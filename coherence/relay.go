@@ -322,6 +322,7 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 		r.held = nil
 		r.floor = b.drained
 		through = sent
+		b.through = sent.UnixMicro()
 	} else {
 		r.held = append(r.held, b.canaries...)
 		b.canaries = nil
@@ -380,6 +381,10 @@ type batch struct {
 	tables   map[string]*tableKeys
 	drained  int64  // when the drain took them, unix microseconds
 	drain    string // the drain's id, for its payloads
+	// through is when the drain was sent, unix microseconds by the relay's
+	// clock, if it took all it could see (0: it left some): every fence
+	// committed before it is in this drain or an earlier one ("s").
+	through int64
 }
 
 type tableKeys struct {
@@ -436,7 +441,13 @@ func (b *batch) committedAfter(floor int64) {
 // (see PayloadVersion): {"v":1,"t":table,"k":[keys…]}, {"v":1,"t":table}
 // for a whole table, {"v":1,"c":token} for a canary, last. A key too long for any notification fences its whole table.
 func (b *batch) payloads() (out []string) {
-	defer func() { // canaries last, after every fence of the batch
+	defer func() {
+		// "s" on the drain's last fence notification: once it is handled,
+		// so are all the drain's fences.
+		if n := len(out); b.through != 0 && n > 0 {
+			out[n-1] = out[n-1][:len(out[n-1])-1] + `,"s":` + strconv.FormatInt(b.through, 10) + "}"
+		}
+		// Canaries last, after every fence of the batch.
 		for _, tok := range b.canaries {
 			out = append(out, canaryPayload(tok))
 		}

@@ -26,9 +26,16 @@ func TestBatchPayloads(t *testing.T) {
 	b.add("public.many", []byte("["+strings.Join(many, ",")+"]"), at(drained-100))
 
 	b.committedAfter(drained - 400) // a drain began then and took all it saw
+	b.through = drained - 50        // and this one took all it saw too
 	out := b.payloads()
 	if last := out[len(out)-1]; last != `{"v":1,"c":"me:1"}` {
 		t.Fatalf("the canary is not last: %s", last)
+	}
+	for i, p := range out {
+		f, _, _ := readPayload(p)
+		if want := map[bool]int64{true: b.through}[i == len(out)-2]; f.Through != want {
+			t.Fatalf("payload %d of %d, %.60q…: \"s\" %d, want %d (only on the last fence notification)", i, len(out), p, f.Through, want)
+		}
 	}
 	seen := map[string]map[string]bool{}
 	whole := map[string]bool{}

@@ -368,12 +368,19 @@ func (t *Tier) readMany(ctx context.Context, keys []string) ([]backends.Expiring
 	return got, nil
 }
 
-// invalidate fences a key this instance just wrote and drops its entry.
-func (t *Tier) invalidate(keys ...string) {
+// invalidate fences keys this instance just wrote and drops their
+// entries. changed is false when the write is known to have changed no row:
+// no fence of it will come back, so WATCH need not wait for one
+// (Fences.AwaitOwnWrite).
+func (t *Tier) invalidate(changed bool, keys ...string) {
 	for _, k := range keys {
-		if h, err := t.hash(k); err == nil {
+		h, err := t.hash(k)
+		switch {
+		case err == nil && changed:
 			t.f.FenceOwn(h)
-		} else {
+		case err == nil:
+			t.f.FenceHash(h)
+		default:
 			t.f.FenceTable(t.table.Name)
 		}
 		t.cache.Invalidate(k)
@@ -382,15 +389,16 @@ func (t *Tier) invalidate(keys ...string) {
 
 // Set writes through and fences the key.
 func (t *Tier) Set(ctx context.Context, key string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
-	defer t.invalidate(key)
-	return t.Backend.Set(ctx, key, val, opts)
+	res, err := t.Backend.Set(ctx, key, val, opts)
+	t.invalidate(err != nil || res.Stored, key)
+	return res, err
 }
 
 // MSet writes through and fences the keys.
 func (t *Tier) MSet(ctx context.Context, pairs []backends.KV) error {
 	defer func() {
 		for _, p := range pairs {
-			t.invalidate(p.Key)
+			t.invalidate(true, p.Key)
 		}
 	}()
 	return t.Backend.MSet(ctx, pairs)
@@ -398,8 +406,9 @@ func (t *Tier) MSet(ctx context.Context, pairs []backends.KV) error {
 
 // Del deletes through and fences the keys.
 func (t *Tier) Del(ctx context.Context, keys []string) (int64, error) {
-	defer t.invalidate(keys...)
-	return t.Backend.Del(ctx, keys)
+	n, err := t.Backend.Del(ctx, keys)
+	t.invalidate(err != nil || n > 0, keys...)
+	return n, err
 }
 
 // Atomically runs fn on the backend's atomic run, with the keys fenced
@@ -422,9 +431,9 @@ func (t *Tier) Atomically(ctx context.Context, keys []string, fn func(tx backend
 		t.running[h]++
 	}
 	t.mu.Unlock()
-	t.invalidate(keys...)
+	t.invalidate(false, keys...)
 	defer func() {
-		t.invalidate(keys...)
+		t.invalidate(true, keys...)
 		t.mu.Lock()
 		for _, h := range hs {
 			if t.running[h]--; t.running[h] == 0 {
@@ -462,7 +471,7 @@ func (t *Tier) ChangedSince(key string, tok uint64) bool {
 
 // Update writes through and fences the key.
 func (t *Tier) Update(ctx context.Context, key string, u backends.Update) error {
-	defer t.invalidate(key)
+	defer t.invalidate(true, key)
 	return t.Backend.Update(ctx, key, u)
 }
 
