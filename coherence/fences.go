@@ -76,9 +76,9 @@ type Fences struct {
 
 	// WATCH after this instance's own write (AwaitOwnWrite): own holds,
 	// per bucket, when this instance last wrote a key of it, and heard the
-	// time before which every fence committed has been recorded, as this
-	// instance's relay learns it (zero on the others). Both are
-	// nanoseconds since epoch, on the monotonic clock.
+	// time before which every fence committed has been recorded, as the
+	// relay's drains tell it (heardThrough; zero until one has). Both are
+	// nanoseconds since epoch.
 	epoch time.Time
 	own   [ownBuckets]atomic.Int64
 	heard atomic.Int64

@@ -437,6 +437,10 @@ func (b *batch) committedAfter(floor int64) {
 	}
 }
 
+// keysRoom is the most a notification's keys may bring it to: the last
+// may take the drain's "s" too, and stay within maxPayload.
+const keysRoom = maxPayload - len(`,"s":`) - 20
+
 // payloads renders the batch as notifications of at most maxPayload bytes
 // (see PayloadVersion): {"v":1,"t":table,"k":[keys…]}, {"v":1,"t":table}
 // for a whole table, {"v":1,"c":token} for a canary, last. A key too long for any notification fences its whole table.
@@ -480,12 +484,12 @@ func (b *batch) payloads() (out []string) {
 				cur = nil
 			}
 		}
-		if slices.ContainsFunc(keys, func(k string) bool { return len(head)+len(`,"k":[`)+len(k)+2 > maxPayload }) {
+		if slices.ContainsFunc(keys, func(k string) bool { return len(head)+len(`,"k":[`)+len(k)+2 > keysRoom }) {
 			out = append(out, head+"}") // a key that fits no notification: fence the table
 			continue
 		}
 		for _, k := range keys {
-			if cur != nil && len(cur)+1+len(k)+2 > maxPayload {
+			if cur != nil && len(cur)+1+len(k)+2 > keysRoom {
 				flush()
 			}
 			if cur == nil {
