@@ -45,8 +45,7 @@ func (s *Scratch) Close() error {
 	if s.c.EstimatedSize() > maxPooledScratch {
 		return nil
 	}
-	s.c.InvalidateAll()
-	s.sweep = &sweep.Sweeper[*item]{}
+	s.c.InvalidateAll() // its zero Sweeper keeps nothing (Wrote never lowers a next of 0)
 	if s.cursors.Len() > 0 {
 		s.cursors.Close()
 		s.cursors = newCursors()
