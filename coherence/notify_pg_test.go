@@ -92,19 +92,25 @@ func TestTierNotifiesKV(t *testing.T) {
 	}
 }
 
+// relayPair starts two instances over spec and returns the one whose
+// relay became active first, and the other.
+func relayPair(t *testing.T, spec backends.RouteSpec) (relay, standby *instance) {
+	t.Helper()
+	a, b := tierOn(t, spec), tierOn(t, spec)
+	waitFor(t, "a relay active", func() bool { return a.coord.Relay.Stats.Active.Load() || b.coord.Relay.Stats.Active.Load() })
+	if !a.coord.Relay.Stats.Active.Load() {
+		return b, a
+	}
+	return a, b
+}
+
 // TestRelayAppliesItsDrainsLocally: the instance whose relay drains a
 // fence applies it as the drain takes it, and skips the NOTIFY that
 // brings it back; another instance applies it from the NOTIFY. Each
 // reports the write once.
 func TestRelayAppliesItsDrainsLocally(t *testing.T) {
 	p := pg.Pool(t)
-	spec := backends.RouteSpec{Name: "lkv", Table: "local_kv", Durability: "unlogged"}
-	a, b := tierOn(t, spec), tierOn(t, spec)
-	waitFor(t, "a relay active", func() bool { return a.coord.Relay.Stats.Active.Load() || b.coord.Relay.Stats.Active.Load() })
-	local, remote := a, b
-	if !a.coord.Relay.Stats.Active.Load() {
-		local, remote = b, a
-	}
+	local, remote := relayPair(t, backends.RouteSpec{Name: "lkv", Table: "local_kv", Durability: "unlogged"})
 	testenv.Exec(t, p, `INSERT INTO local_kv VALUES ('k', 'v', 'infinity')`)
 	lr, rr := make(reports, 100), make(reports, 100)
 	defer local.tier.Notify(lr.Fn)()
@@ -148,13 +154,7 @@ func TestRelayAppliesItsDrainsLocally(t *testing.T) {
 // still raises it.
 func TestWatchAfterOwnWrite(t *testing.T) {
 	p := pg.Pool(t)
-	spec := backends.RouteSpec{Name: "wkv", Table: "watch_own_kv", Durability: "unlogged"}
-	a, b := tierOn(t, spec), tierOn(t, spec)
-	waitFor(t, "a relay active", func() bool { return a.coord.Relay.Stats.Active.Load() || b.coord.Relay.Stats.Active.Load() })
-	relay, standby := a, b
-	if !a.coord.Relay.Stats.Active.Load() {
-		relay, standby = b, a
-	}
+	relay, standby := relayPair(t, backends.RouteSpec{Name: "wkv", Table: "watch_own_kv", Durability: "unlogged"})
 	ctx := context.Background()
 	// The fences of the writes so far have come back to i once a canary
 	// it sent after them has.
