@@ -83,9 +83,10 @@ type Relay struct {
 	// PayloadVersion).
 	id     string
 	drains uint64
-	// floor is when this session's last drain began, if it took all it
-	// could see (unix microseconds; 0: none): every fence the next drain
-	// takes committed after it (see PayloadVersion's "a").
+	// floor is when this session's last drain that took rows began, if it
+	// and every drain since took all they could see (unix microseconds; 0:
+	// none): every fence the next drain takes committed after it (see
+	// PayloadVersion's "a").
 	floor int64
 	// local handles a drain's fence payloads in this instance as soon as
 	// the drain takes them (the coordinator's Listener.applyLocal), with
@@ -320,7 +321,11 @@ func (r *Relay) drain(ctx context.Context, conn *pgx.Conn) (int, error) {
 		// earlier one. Canaries go out last, after this batch's fences.
 		b.canaries = append(r.held, b.canaries...)
 		r.held = nil
-		r.floor = b.drained
+		if b.drained != 0 {
+			// An empty drain returns no statement time: the floor stays
+			// the start of the last drain that took all it saw and some.
+			r.floor = b.drained
+		}
 		through = sent
 		b.through = sent.UnixMicro()
 	} else {
