@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +18,10 @@ import (
 // key locks. Each stripe has a mutex and a sequence:
 //
 //   - a plain write of a key holds its stripe's mutex while it writes, so
-//     it never lands inside an atomic run on that key;
+//     it never lands inside an atomic run on that key; a batch of plain
+//     SETs (MSET, pipelined SETs) begun while no run is under way takes
+//     none, and a run waits for such batches before it takes its stripes
+//     (fastWrites);
 //   - an atomic run takes the mutexes of all its keys' stripes (in stripe
 //     order, so two runs cannot deadlock), makes each stripe's sequence
 //     odd, runs, and makes them even again;
@@ -34,9 +38,12 @@ const nStripes = 1024
 type keyLocks struct {
 	// While no run is under way (active is 0) a read needs no stripe: it
 	// reads, and it is done if still none is and none began (gen) since.
-	active  atomic.Int64  // runs under way
-	gen     atomic.Uint64 // runs begun
-	_       [48]byte
+	active atomic.Int64  // runs under way
+	gen    atomic.Uint64 // runs begun
+	// writing counts batches of plain writes under way that take no
+	// stripe (fastWrites): a run waits for them after raising active.
+	writing atomic.Int64
+	_       [40]byte
 	seed    maphash.Seed
 	stripes [nStripes]stripe
 }
@@ -49,6 +56,25 @@ func (l *keyLocks) quiet() (gen uint64, ok bool) {
 	}
 	return l.gen.Load(), true
 }
+
+// fastWrites begins a batch of plain writes that need no stripe, and
+// reports true, when no run is under way; fastDone must follow. Either the
+// batch sees a run's active, and takes the stripes, or the run, which
+// raises active before it looks, sees the batch and waits for it
+// (Atomically): no plain write lands inside a run.
+func (l *keyLocks) fastWrites() bool {
+	if l == nil {
+		return false
+	}
+	l.writing.Add(1)
+	if l.active.Load() == 0 {
+		return true
+	}
+	l.writing.Add(-1)
+	return false
+}
+
+func (l *keyLocks) fastDone() { l.writing.Add(-1) }
 
 // stillQuiet reports whether no run began since quiet returned gen and
 // none is under way.
@@ -143,6 +169,9 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 	s.locks.gen.Add(1)
 	s.locks.active.Add(1)
 	defer s.locks.active.Add(-1)
+	for s.locks.writing.Load() != 0 { // plain writes that began before active rose
+		runtime.Gosched()
+	}
 	idx := tx.idx
 	for _, k := range keys {
 		idx = append(idx, s.locks.index(k))

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -182,5 +183,57 @@ func TestReadAcrossAtomicRun(t *testing.T) {
 	}
 	if string(vals[0]) != "new" || string(vals[1]) != "new" {
 		t.Fatalf("MGET across an atomic run = %q, %q; want both new", vals[0], vals[1])
+	}
+}
+
+// TestMSetNeverLandsInsideARun: batches of plain SETs (which take no
+// stripe while no run is under way) race runs that read their key twice:
+// no run may see the key change between its two reads.
+func TestMSetNeverLandsInsideARun(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop.Store(true)
+	var batches atomic.Int64
+	for w := range 2 {
+		wg.Go(func() {
+			// x last in a long batch: a run that began during the batch
+			// would see x written inside it.
+			pairs := make([]backends.KV, 64)
+			for i := range pairs {
+				pairs[i].Key = "y" + strconv.Itoa(i)
+			}
+			pairs[len(pairs)-1].Key = "x"
+			for i := 0; !stop.Load(); i++ {
+				v := []byte(strconv.Itoa(w) + ":" + strconv.Itoa(i))
+				for j := range pairs {
+					pairs[j].Val = v
+				}
+				if err := s.MSet(ctx, pairs); err != nil {
+					t.Error(err)
+					return
+				}
+				batches.Add(1)
+			}
+		})
+	}
+	for batches.Load() < 10 {
+		runtime.Gosched()
+	}
+	for run := range 2000 {
+		err := s.Atomically(ctx, []string{"x"}, func(tx backends.Backend) error {
+			before, _, _ := tx.Get(ctx, "x")
+			time.Sleep(20 * time.Microsecond)
+			after, _, _ := tx.Get(ctx, "x")
+			if string(before) != string(after) {
+				return errors.New("x went from " + string(before) + " to " + string(after) + " inside the run")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
 	}
 }
