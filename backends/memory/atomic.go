@@ -40,10 +40,13 @@ type keyLocks struct {
 	// reads, and it is done if still none is and none began (gen) since.
 	active atomic.Int64  // runs under way
 	gen    atomic.Uint64 // runs begun
+	_      [48]byte
 	// writing counts batches of plain writes under way that take no
-	// stripe (fastWrites): a run waits for them after raising active.
+	// stripe (fastWrites): a run waits for them after raising active. A
+	// line of its own: every batch writes it, and every read loads the
+	// counts above.
 	writing atomic.Int64
-	_       [40]byte
+	_       [56]byte
 	seed    maphash.Seed
 	stripes [nStripes]stripe
 }
