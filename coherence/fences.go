@@ -81,7 +81,7 @@ type Fences struct {
 	// nanoseconds since epoch.
 	epoch time.Time
 	own   [ownBuckets]atomic.Int64
-	heard atomic.Int64
+	heard atomic.Uint64
 
 	Stats Stats
 }
@@ -182,7 +182,7 @@ func (f *Fences) AwaitOwnWrite(ctx context.Context, h uint64) {
 	}
 	var tick *time.Timer
 	for start := time.Now(); ; {
-		heard := f.heard.Load()
+		heard := int64(f.heard.Load())
 		if heard >= wrote || heard == 0 || time.Since(start) > OwnWriteWait || !f.online.Load() {
 			return
 		}
@@ -204,12 +204,8 @@ func (f *Fences) AwaitOwnWrite(ctx context.Context, h uint64) {
 // recorded: a relay drained the whole log as of t (this instance's, or
 // another's by its "s").
 func (f *Fences) heardThrough(t time.Time) {
-	v := f.since(t)
-	for {
-		cur := f.heard.Load()
-		if v <= cur || f.heard.CompareAndSwap(cur, v) {
-			return
-		}
+	if v := f.since(t); v > 0 {
+		fence.Raise(&f.heard, uint64(v))
 	}
 }
 
