@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -110,7 +109,7 @@ func (r *run) startInstances(ctx context.Context, stack string) (insts []instanc
 
 // rowKey is row id's key on the table route, in its canonical spelling
 // (the one a write of the row reports to tracking clients).
-func (r *run) rowKey(id int64) string { return r.rowPrefix + strconv.FormatInt(id, 10) }
+func (r *run) rowKey(id int64) string { return r.keys[id] }
 
 // pgcacheWriter is the writers of the stacks through pgcache: UPDATE by
 // SQL and, with several instances, every second write a SET of the row

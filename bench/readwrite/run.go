@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,9 @@ type run struct {
 	env *env
 	// rowPrefix is the table route's key prefix: CRUD:<db>.public.<table>:.
 	rowPrefix string
+	// keys are the rows' keys by id, spelled once: the readers of every
+	// stack read them.
+	keys []string
 	// staleNotes name the first stale entries the current stack's audit
 	// found.
 	staleNotes []string
@@ -98,6 +102,10 @@ func Run(ctx context.Context, o Options, stdout io.Writer) ([]Result, error) {
 		return nil, err
 	}
 	r := &run{o: &o, env: e, rowPrefix: "CRUD:" + e.database + ".public." + rowsTable + ":"}
+	r.keys = make([]string, o.Rows+1)
+	for id := range r.keys {
+		r.keys[id] = r.rowPrefix + strconv.Itoa(id)
+	}
 	var results []Result
 	for _, stack := range o.Stacks {
 		if ctx.Err() != nil {
