@@ -34,6 +34,12 @@ func newInstance(t testing.TB, table string) *instance {
 // with its triggers attached and canaries ping apart, online.
 func instanceOn(t testing.TB, spec backends.RouteSpec, ping time.Duration) *instance {
 	t.Helper()
+	return instanceWith(t, spec, ping, L1{MaxBytes: 16 << 20})
+}
+
+// instanceWith is instanceOn with the tier's options.
+func instanceWith(t testing.TB, spec backends.RouteSpec, ping time.Duration, l1 L1) *instance {
+	t.Helper()
 	d, err := postgres.NewDriver("pg", postgres.Options{DSN: pg.DSN(), MaxConns: 8}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +55,7 @@ func instanceOn(t testing.TB, spec backends.RouteSpec, ping time.Duration) *inst
 		}
 		return Attach(ctx, d.Pool(), kv.(backends.Fenced).FenceTable())
 	})
-	tier, err := c.NewTier(spec.Name, kv, L1{MaxBytes: 16 << 20})
+	tier, err := c.NewTier(spec.Name, kv, l1)
 	if err != nil {
 		t.Fatal(err)
 	}

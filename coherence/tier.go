@@ -24,6 +24,9 @@ type L1 struct {
 	// TTL bounds how long an entry is kept; 0: as long as the row's own
 	// expiry allows. Fences, not the TTL, keep entries correct.
 	TTL time.Duration
+	// Refresh reads again, right after its fence, a row another writer
+	// changed while L1 held it (see refresh.go).
+	Refresh bool
 }
 
 // TierStats count what the tier did. Each is monotonic.
@@ -35,6 +38,7 @@ type TierStats struct {
 	FillsFenced atomic.Int64 // backend reads not stored: a fence came after their token
 	Coalesced   atomic.Int64 // reads that waited for another read of the same key
 	Stale       atomic.Int64 // entries found fenced on a hit and dropped
+	Refreshed   atomic.Int64 // rows read again after a fence dropped their entry (L1.Refresh)
 }
 
 // Tier is a coherent L1 in front of a backend: a backends.Backend itself.
@@ -61,6 +65,8 @@ type Tier struct {
 	clock  *otter.CoarseClock // otter's, read by sweeps
 	sweep  *sweep.Sweeper[entry]
 
+	refresh *refresher // nil: L1.Refresh off
+
 	mu      sync.Mutex
 	flights map[string]*flight
 	running map[uint64]int // bucket hashes of the keys of atomic runs in flight: no fills
@@ -70,6 +76,9 @@ type Tier struct {
 	// afterLoad, when set, runs after a miss has read the backend and
 	// before it fills: tests pause a loader there to force the late-fill race.
 	afterLoad func(key string)
+	// afterRefreshRead is afterLoad for a refresh (refresh.go), whose
+	// goroutine outlives the test's changes of it.
+	afterRefreshRead atomic.Pointer[func()]
 }
 
 // entry is a cached value with the token it was read under and its key's
@@ -131,6 +140,9 @@ func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
 		Clock: t.clock,
 	})
 	t.sweep = sweep.Start(t.cache, func(e entry) int64 { return e.exp })
+	if opts.Refresh {
+		t.startRefresh()
+	}
 	return t, nil
 }
 
@@ -495,6 +507,7 @@ func (t *Tier) Entries(fn func(key string, val []byte) bool) {
 // Close drops the L1 and closes the backend.
 func (t *Tier) Close() error {
 	t.closed.Store(true)
+	t.stopRefresh()
 	t.sweep.Stop()
 	t.cache.InvalidateAll()
 	t.cache.StopAllGoroutines()

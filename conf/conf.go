@@ -131,4 +131,8 @@ type L1 struct {
 	// TTL bounds how long an entry stays; 0 keeps it while the row's own
 	// expiry allows. Fences, not the TTL, keep entries correct. Default 0.
 	TTL decode.Duration `koanf:"ttl" json:"ttl,omitempty"`
+	// Refresh reads again, right after its fence, a row another writer
+	// changed while the tier held it, so its next reader finds it cached.
+	// Default false.
+	Refresh bool `koanf:"refresh" json:"refresh,omitempty"`
 }

@@ -61,7 +61,7 @@ func (cs *coordinators) tier(ctx context.Context, d backends.Driver, rc conf.Rou
 	case rc.Attach == "auto":
 		mode = coherence.AttachAuto
 	}
-	t, err := c.AddRoute(ctx, rc.Name, b, coherence.L1{MaxBytes: int64(rc.L1.MaxBytes), TTL: time.Duration(rc.L1.TTL)}, mode)
+	t, err := c.AddRoute(ctx, rc.Name, b, coherence.L1{MaxBytes: int64(rc.L1.MaxBytes), TTL: time.Duration(rc.L1.TTL), Refresh: rc.L1.Refresh}, mode)
 	if err != nil {
 		return nil, fmt.Errorf("l1: %w", err)
 	}
