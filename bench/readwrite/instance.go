@@ -57,9 +57,7 @@ func (r *run) startInstance(ctx context.Context, dir, tag string) (instance.Inst
 		}},
 		Routes: []map[string]any{{
 			"name": routeName, "backend": "pg", "source_table": "public." + rowsTable, "attach": "auto",
-			// refresh: the rows the writers change are read again into the
-			// L1 at once, not by the reader that next wants them.
-			"l1": map[string]any{"max_bytes": "512MiB", "refresh": true},
+			"l1": map[string]any{"max_bytes": "512MiB"},
 		}},
 	}
 	b, err := yaml.Marshal(&c)
