@@ -40,6 +40,7 @@ var (
 	descTier         = desc("requests_total", "L1 reads by result: hit, miss, bypass (fences may be missed), stale (a fenced entry refused).", "backend", "route", "result")
 	descFills        = desc("fills_total", "Backend reads offered to L1: stored, or fenced (dropped: a fence came after the read's token).", "backend", "route", "result")
 	descCoalesced    = desc("coalesced_total", "Reads that waited for another read of the same key.", "backend", "route")
+	descRefreshed    = desc("refreshed_total", "Rows read again after another writer's fence dropped their entry (l1.refresh).", "backend", "route")
 	descEntries      = desc("entries", "Entries held by L1.", "backend", "route")
 	descHitRatio     = desc("hit_ratio", "hits / (hits + misses + bypassed) since start.", "backend", "route")
 )
@@ -47,7 +48,7 @@ var (
 // Describe sends every metric's description.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFences, descListenerUp, descListenerStat, descReconnects, descNotes, descLocal, descEchoes, descNewer, descLag,
-		descQueue, descRelayActive, descRelayRows, descRelayDrains, descRelayVacuums, descTier, descFills, descCoalesced, descEntries, descHitRatio} {
+		descQueue, descRelayActive, descRelayRows, descRelayDrains, descRelayVacuums, descTier, descFills, descCoalesced, descRefreshed, descEntries, descHitRatio} {
 		ch <- d
 	}
 }
@@ -91,6 +92,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(descFills, s.FillsStored.Load(), b, r, "stored")
 		counter(descFills, s.FillsFenced.Load(), b, r, "fenced")
 		counter(descCoalesced, s.Coalesced.Load(), b, r)
+		counter(descRefreshed, s.Refreshed.Load(), b, r)
 		gauge(descEntries, float64(t.cache.EstimatedSize()), b, r)
 		gauge(descHitRatio, ratio(hits, hits+misses+bypassed), b, r)
 	}
@@ -124,6 +126,7 @@ func (m *Metrics) Info(context.Context) [][2]string {
 			[2]string{q + "fills_stored", strconv.FormatInt(s.FillsStored.Load(), 10)},
 			[2]string{q + "fills_fenced", strconv.FormatInt(s.FillsFenced.Load(), 10)},
 			[2]string{q + "coalesced", strconv.FormatInt(s.Coalesced.Load(), 10)},
+			[2]string{q + "refreshed", strconv.FormatInt(s.Refreshed.Load(), 10)},
 			[2]string{q + "entries", strconv.Itoa(t.cache.EstimatedSize())},
 		)
 	}
