@@ -2,9 +2,12 @@ package coherence
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/testenv"
@@ -15,16 +18,8 @@ import (
 // with the new value; a row L1 did not hold is left to its reader.
 func TestRefreshAfterOutsideWrite(t *testing.T) {
 	p := pg.Pool(t)
-	spec := backends.RouteSpec{Name: "refresh_kv", Table: "refresh_kv", Durability: "unlogged"}
-	a := instanceWith(t, spec, 200*time.Millisecond, L1{MaxBytes: 16 << 20, Refresh: true})
+	a := refreshing(t, p, "refresh_kv", "held", "old", "cold")
 	ctx := context.Background()
-	tok := a.coord.Fences.Token()
-	testenv.Exec(t, p, `INSERT INTO refresh_kv VALUES ('held', 'old', 'infinity'), ('cold', 'old', 'infinity')
-		ON CONFLICT (key) DO UPDATE SET value = 'old'`)
-	fenced(t, a.coord.Fences, tok, "public.refresh_kv", "held") // else the read below may not fill
-	if v, _, _ := a.tier.Get(ctx, "held"); string(v) != "old" {
-		t.Fatalf("held = %q, want old", v)
-	}
 	filled := a.tier.Stats.FillsStored.Load()
 
 	testenv.Exec(t, p, `UPDATE refresh_kv SET value = 'new'`)
@@ -49,15 +44,8 @@ func TestRefreshAfterOutsideWrite(t *testing.T) {
 // and the next read sees the second write.
 func TestRefreshRacesWrite(t *testing.T) {
 	p := pg.Pool(t)
-	spec := backends.RouteSpec{Name: "refresh_race_kv", Table: "refresh_race_kv", Durability: "unlogged"}
-	a := instanceWith(t, spec, 200*time.Millisecond, L1{MaxBytes: 16 << 20, Refresh: true})
+	a := refreshing(t, p, "refresh_race_kv", "k", "v0")
 	ctx := context.Background()
-	tok := a.coord.Fences.Token()
-	testenv.Exec(t, p, `INSERT INTO refresh_race_kv VALUES ('k', 'v0', 'infinity') ON CONFLICT (key) DO UPDATE SET value = 'v0'`)
-	fenced(t, a.coord.Fences, tok, "public.refresh_race_kv", "k")
-	if v, _, _ := a.tier.Get(ctx, "k"); string(v) != "v0" {
-		t.Fatalf("k = %q, want v0", v)
-	}
 
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -69,7 +57,7 @@ func TestRefreshRacesWrite(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no refresh of k within 20s")
 	}
-	tok = a.coord.Fences.Token()
+	tok := a.coord.Fences.Token()
 	testenv.Exec(t, p, `UPDATE refresh_race_kv SET value = 'v2' WHERE key = 'k'`)
 	fenced(t, a.coord.Fences, tok, "public.refresh_race_kv", "k")
 	fencedBefore := a.tier.Stats.FillsFenced.Load()
@@ -79,4 +67,22 @@ func TestRefreshRacesWrite(t *testing.T) {
 	if v, _, _ := a.tier.Get(ctx, "k"); string(v) != "v2" {
 		t.Fatalf("next read = %q, want v2", v)
 	}
+}
+
+// refreshing is an instance with L1.Refresh over a kv table, with held set
+// to val and cached, and the other keys set to val and not cached.
+func refreshing(t *testing.T, p *pgxpool.Pool, table, held, val string, others ...string) *instance {
+	t.Helper()
+	spec := backends.RouteSpec{Name: table, Table: table, Durability: "unlogged"}
+	a := instanceWith(t, spec, 200*time.Millisecond, L1{MaxBytes: 16 << 20, Refresh: true})
+	tok := a.coord.Fences.Token()
+	for _, k := range append([]string{held}, others...) {
+		testenv.Exec(t, p, fmt.Sprintf(`INSERT INTO %s VALUES ('%s', '%s', 'infinity') ON CONFLICT (key) DO UPDATE SET value = '%s'`, table, k, val, val))
+	}
+	// The inserts' fences must have come, or the read below may not fill.
+	fenced(t, a.coord.Fences, tok, "public."+table, held)
+	if v, _, _ := a.tier.Get(context.Background(), held); string(v) != val {
+		t.Fatalf("%s = %q, want %s", held, v, val)
+	}
+	return a
 }
