@@ -156,8 +156,12 @@ func BenchmarkDispatchSpread(b *testing.B) {
 			}
 			b.StopTimer()
 			stop()
-			if !bytes.HasPrefix(c.out, []byte("$100\r\n")) && !bytes.HasPrefix(c.out, []byte("+OK\r\n")) {
-				b.Fatalf("reply %q", c.out)
+			want := "+OK\r\n"
+			if verb == "GET" {
+				want = "$100\r\n" + val + "\r\n"
+			}
+			if string(c.out) != strings.Repeat(want, pipeline) {
+				b.Fatalf("replies %q, want %d of %q", c.out, pipeline, want)
 			}
 		})
 	}
