@@ -55,7 +55,10 @@ func TestCSCAudit(t *testing.T) {
 	if r.CommitToPush == nil || r.ClientLag == nil {
 		t.Errorf("no lag records: %+v %+v", r.CommitToPush, r.ClientLag)
 	}
-	for _, want := range []string{"target pgcache-csc stale:", "commit-to-push lag"} {
+	if r.LoadSched == nil {
+		t.Error("no record of the bench's own scheduling latency")
+	}
+	for _, want := range []string{"target pgcache-csc stale:", "commit-to-push lag", "the bench's own scheduling latency"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output has no %q", want)
 		}

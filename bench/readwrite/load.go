@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type loadResult struct {
 	updates, writeErrs    int64
 	elapsed               time.Duration
 	latency               *hdrhistogram.Histogram // microseconds
+	sched                 *SchedLatency           // the load generator's own, see sched.go
 	firstErr              error
 }
 
@@ -43,6 +45,7 @@ func runLoad(ctx context.Context, o *Options, read readFunc, write writeFunc, pr
 	// cost every read a cache line passed between the cores, a noticeable
 	// part of a read served from the app's own memory.
 	counts := make([]readerCount, o.Readers)
+	schedBefore := sampleSched()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for r := range o.Readers {
@@ -65,6 +68,9 @@ func runLoad(ctx context.Context, o *Options, read readFunc, write writeFunc, pr
 				counts[r].reads.Add(1)
 				if hit {
 					counts[r].hits.Add(1)
+				}
+				if n%yieldEvery == yieldEvery-1 {
+					runtime.Gosched()
 				}
 			}
 			mu.Lock()
@@ -115,6 +121,7 @@ func runLoad(ctx context.Context, o *Options, read readFunc, write writeFunc, pr
 	wg.Wait()
 	stop()
 	res.elapsed = time.Since(start)
+	res.sched = sampleSched().since(schedBefore)
 	for i := range counts {
 		res.reads += counts[i].reads.Load()
 		res.hits += counts[i].hits.Load()
@@ -129,6 +136,15 @@ type readerCount struct {
 	reads, hits atomic.Int64
 	_           [48]byte
 }
+
+// yieldEvery is how many reads a reader makes before it lets the other
+// goroutines run, as a request handler does between requests. Readers
+// served from the app's own memory (pgcache-csc) never block: without it
+// each keeps a P for a whole time slice, and the goroutines that wait on
+// the network (the writers, valkey-go's connection readers) wait behind
+// them, so the writers fell far behind their rate for the run's first
+// seconds and then caught up in a burst (docs/performance.md).
+const yieldEvery = 32
 
 // maxOps bounds every load loop by count as well as by time.
 const maxOps = 1 << 30

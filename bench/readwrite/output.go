@@ -47,6 +47,9 @@ func printTables(w io.Writer, results []Result) {
 		if note := unevenWrites(stacks); note != "" {
 			fmt.Fprintln(w, note)
 		}
+		if line := schedLine(stacks); line != "" {
+			fmt.Fprintln(w, line)
+		}
 		for _, r := range stacks {
 			for _, n := range r.StaleNotes {
 				fmt.Fprintf(w, "stale in %s: %s\n", r.Stack, n)
@@ -198,6 +201,20 @@ func byKind(results []Result, kind string) []Result {
 		}
 	}
 	return out
+}
+
+// schedLine is the load generator's scheduling latency, per stack.
+func schedLine(stacks []Result) string {
+	var parts []string
+	for _, r := range stacks {
+		if l := r.LoadSched; l != nil {
+			parts = append(parts, fmt.Sprintf("%s %.3g/%.3g ms (%.1f%% over 10 ms)", r.Stack, l.P50ms, l.P99ms, 100*l.Over10ms))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the bench's own scheduling latency (Go runtime, p50/p99): " + strings.Join(parts, ", ")
 }
 
 func find(results []Result, stack string) *Result {

@@ -34,6 +34,9 @@ type Result struct {
 	ReadErrors  int64    `json:"read_errors"`
 	WriteErrors int64    `json:"write_errors"`
 	FirstError  string   `json:"first_error,omitempty"`
+	// LoadSched is the load generator's scheduling latency during the
+	// run: high, and the stack was partly measuring the bench.
+	LoadSched *SchedLatency `json:"load_sched,omitempty"`
 
 	Variant     string  `json:"variant,omitempty"` // write overhead: plain, fenced, update+del
 	Trigger     string  `json:"trigger,omitempty"` // write overhead, fenced: the trigger function (c, plpgsql)
@@ -169,6 +172,7 @@ func (r *run) stackRecord(stack string, sr *stackResult) Result {
 		Reads: l.reads, Updates: l.updates, ReadErrors: l.readErrs, WriteErrors: l.writeErrs,
 		Writers: r.o.Writers, Readers: r.o.Readers, Rows: r.o.Rows, UpdateRate: r.o.UpdateRate,
 		AsyncCommit: r.o.AsyncCommit, DurationS: l.elapsed.Seconds(),
+		LoadSched: l.sched,
 	}
 	if sr.hitRatio >= 0 {
 		h := sr.hitRatio
