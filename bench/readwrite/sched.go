@@ -6,7 +6,8 @@ import (
 )
 
 // schedMetric is the Go runtime's histogram of the time goroutines spent
-// runnable before they ran. The bench's own: when its readers keep every
+// runnable before they ran, in the bench's process (with --server inproc,
+// its pgcache instances' goroutines too). When the readers keep every
 // P busy (rows served from the app's memory), the goroutines that wait on
 // the network (valkey-go's connection readers, the writers' timers) wait
 // for a P too, and what a stack measures is partly the load generator.
