@@ -55,8 +55,9 @@ const (
 	DefaultSettleTimeout    = 30 * time.Second
 
 	// DefaultCSCClients is how many app clients, each with its own cache,
-	// the pgcache-csc stack's readers share.
-	DefaultCSCClients = 4
+	// the pgcache-csc stack's readers share: one, as the other stacks'
+	// readers are one application sharing one client or pool.
+	DefaultCSCClients = 1
 	// DefaultCSCTTL is the client-side TTL of the pgcache-csc stack's
 	// DoCache: the longest an app keeps a row whose invalidation it missed.
 	DefaultCSCTTL = time.Minute
