@@ -105,8 +105,12 @@ func cscReport(stacks []Result) []string {
 	if c.AppStaticTTL {
 		form = "GET alone"
 	}
-	add("pgcache-csc: %d app clients (valkey-go DoCache, %s, TTL %gs), app-cache hit ratio %s; audit: app caches %d cached, %d stale; L1 %d cached, %d stale",
-		c.AppClients, form, c.AppTTL, hit, cached, stale, c.L1Entries, c.L1Stale)
+	apps := fmt.Sprintf("%d app clients", c.AppClients)
+	if c.AppClients == 1 {
+		apps = "1 app client"
+	}
+	add("pgcache-csc: %s (valkey-go DoCache, %s, TTL %gs), app-cache hit ratio %s; audit: app caches %d cached, %d stale; L1 %d cached, %d stale",
+		apps, form, c.AppTTL, hit, cached, stale, c.L1Entries, c.L1Stale)
 	if c.Note != "" {
 		add("  note: %s", c.Note)
 	}
