@@ -29,6 +29,10 @@ var (
 	ErrBusy = errors.New("busy running a script")
 	// ErrUndeclaredKey: an atomic run touched a key it did not declare.
 	ErrUndeclaredKey = errors.New("key not declared by the transaction or script")
+	// ErrWrongType: the key holds another type of value than the command
+	// works on (a string for HSET, a hash for GET). Its text is Redis's
+	// reply, which the fronts send as it is.
+	ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
 )
 
 // SpecError is a route option a driver cannot honour.

@@ -1,0 +1,43 @@
+package coll
+
+import "slices"
+
+// at1 is the KeyAt of a command whose one key is its first argument.
+var at1 = []int{1}
+
+// is reports whether arg is the word w (lowercase), in any case.
+func is(arg []byte, w string) bool {
+	if len(arg) != len(w) {
+		return false
+	}
+	for i, c := range arg {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// lower is a command's name in lowercase, for error texts.
+func lower(name []byte) string {
+	b := make([]byte, len(name))
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return string(b)
+}
+
+// clone copies an argument a value keeps: requests are read into buffers
+// that are reused.
+func clone(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{}
+	}
+	return slices.Clone(b)
+}

@@ -1,0 +1,114 @@
+package coll
+
+import (
+	"math/rand/v2"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// Hash is a Redis hash: fields and their values. Fields are held in a
+// dense slice with a map from field to position, so a lookup is O(1), and
+// so is a field picked at random (HRANDFIELD), uniformly; a removal moves
+// the last field into the hole.
+type Hash struct {
+	idx    map[string]int32
+	fields []string
+	vals   [][]byte
+	weight int64
+	// The largest the hash ever was, for OBJECT ENCODING (Limits).
+	maxLen, maxElem int
+	j               *Journal
+}
+
+// perEntry is what a member costs beyond its bytes: its slots in the
+// slices and the map.
+const perEntry = 64
+
+// NewHash returns an empty hash.
+func NewHash() *Hash { return &Hash{idx: make(map[string]int32)} }
+
+func (h *Hash) Type() backends.Type { return backends.TypeHash }
+func (h *Hash) Len() int            { return len(h.fields) }
+func (h *Hash) Weight() int64       { return h.weight }
+
+// Clone copies the hash; field and value bytes are shared (they never change).
+func (h *Hash) Clone() backends.Value {
+	c := &Hash{idx: make(map[string]int32, len(h.fields)), fields: append([]string(nil), h.fields...),
+		vals: append([][]byte(nil), h.vals...), weight: h.weight, maxLen: h.maxLen, maxElem: h.maxElem}
+	for i, f := range c.fields {
+		c.idx[f] = int32(i)
+	}
+	return c
+}
+
+// Journal makes the hash record the fields each change touches in j (nil:
+// stop recording).
+func (h *Hash) Journal(j *Journal) { h.j = j }
+
+// Get returns the value of field f.
+func (h *Hash) Get(f string) ([]byte, bool) {
+	i, ok := h.idx[f]
+	if !ok {
+		return nil, false
+	}
+	return h.vals[i], true
+}
+
+// Set sets field f to v (v is kept: the caller must not change it) and
+// reports whether f is new.
+func (h *Hash) Set(f string, v []byte) (added bool) {
+	h.j.touch(f)
+	h.maxElem = max(h.maxElem, len(f), len(v))
+	if i, ok := h.idx[f]; ok {
+		h.weight += int64(len(v) - len(h.vals[i]))
+		h.vals[i] = v
+		return false
+	}
+	h.idx[f] = int32(len(h.fields))
+	h.fields = append(h.fields, f)
+	h.vals = append(h.vals, v)
+	h.weight += int64(len(f)+len(v)) + perEntry
+	h.maxLen = max(h.maxLen, len(h.fields))
+	return true
+}
+
+// Del removes field f and reports whether it was there.
+func (h *Hash) Del(f string) bool {
+	i, ok := h.idx[f]
+	if !ok {
+		return false
+	}
+	h.j.touch(f)
+	h.weight -= int64(len(f)+len(h.vals[i])) + perEntry
+	last := len(h.fields) - 1
+	if int(i) != last {
+		h.fields[i], h.vals[i] = h.fields[last], h.vals[last]
+		h.idx[h.fields[i]] = i
+	}
+	h.fields[last], h.vals[last] = "", nil
+	h.fields, h.vals = h.fields[:last], h.vals[:last]
+	delete(h.idx, f)
+	return true
+}
+
+// At returns the i-th field and its value, 0 <= i < Len(), in the hash's
+// own order (which a removal changes).
+func (h *Hash) At(i int) (string, []byte) { return h.fields[i], h.vals[i] }
+
+// Random returns a field and value picked uniformly at random; the hash
+// must not be empty.
+func (h *Hash) Random() (string, []byte) {
+	i := rand.IntN(len(h.fields))
+	return h.fields[i], h.vals[i]
+}
+
+// Encoding is what OBJECT ENCODING reports: listpack while the hash has
+// never had more fields, or a longer field or value, than l allows.
+func (h *Hash) Encoding(l *Limits) string {
+	if int64(h.maxLen) <= l.HashMaxListpackEntries && int64(h.maxElem) <= l.HashMaxListpackValue {
+		return "listpack"
+	}
+	return "hashtable"
+}
+
+var _ backends.Value = (*Hash)(nil)

@@ -1,0 +1,59 @@
+package coll
+
+import (
+	"unsafe"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// Writer is where a Command writes its reply: the RESP front's connection,
+// in the protocol the client speaks (RESP2 or RESP3). Each method writes
+// one element; Array, Map and Set announce how many follow.
+type Writer interface {
+	Int(n int64)
+	Bulk(b []byte)
+	Status(s string)
+	// Null is a missing value: RESP2's nil bulk, RESP3's null.
+	Null()
+	// NullArray is a missing array: RESP2's nil array, RESP3's null.
+	NullArray()
+	// Array announces n elements.
+	Array(n int)
+	// Map announces n pairs (RESP2: an array of 2n elements).
+	Map(n int)
+	// Set announces n elements of a set (RESP2: an array).
+	Set(n int)
+	// Double is a score: RESP3's double, RESP2's bulk, formatted as Redis
+	// formats scores.
+	Double(f float64)
+}
+
+// Command is an Op made from a client's request: it carries the request
+// (for a store that passes it on) and writes its own reply.
+type Command interface {
+	backends.Op
+	backends.Passable
+	// Reply writes the result of the last Run.
+	Reply(w Writer)
+}
+
+// Parser reads a request (the command's name first) into a Command, or
+// returns the error Redis would answer, before any key is looked at.
+type Parser func(args [][]byte) (Command, error)
+
+// bytesOf is s as bytes, without a copy: members are strings that never
+// change, so their bytes can be handed out (backends.Value).
+func bytesOf(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// stringOf is b as a string, without a copy, for a lookup that keeps none.
+func stringOf(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
