@@ -167,6 +167,31 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 		return fn(s)
 	}
 	tx := s.newTx(keys)
+	// Only once hold has let the stripes go: tx.idx is theirs, and the
+	// next run to take tx reuses it. tx is fn's for the run only, so no
+	// caller sees it again.
+	defer func() { s.txs.Put(tx.reset()) }()
+	return s.hold(keys, &tx.idx, func() error {
+		err := fn(tx)
+		if err != nil {
+			tx.rollback()
+		}
+		return err
+	})
+}
+
+// holding runs fn with keys' stripes held, as an atomic run holds them,
+// but keeps no undo log: a command on several keys (SMOVE, SINTERSTORE)
+// whose Run changes nothing once it can fail.
+func (s *Store) holding(keys []string, fn func() error) error {
+	var stack [8]int
+	idx := stack[:0]
+	return s.hold(keys, &idx, fn)
+}
+
+// hold takes the stripes of keys (their indexes, sorted, in *idx, a buffer
+// to reuse), runs fn, and lets them go.
+func (s *Store) hold(keys []string, idx *[]int, fn func() error) error {
 	// Readers take the fast path no more once active is raised, and those
 	// on it notice gen moved; both before the first write.
 	s.locks.gen.Add(1)
@@ -175,44 +200,36 @@ func (s *Store) Atomically(_ context.Context, keys []string, fn func(tx backends
 	for s.locks.writing.Load() != 0 { // plain writes that began before active rose
 		runtime.Gosched()
 	}
-	idx := tx.idx
+	ix := (*idx)[:0]
 	for _, k := range keys {
-		idx = append(idx, s.locks.index(k))
+		ix = append(ix, s.locks.index(k))
 	}
-	slices.Sort(idx)
-	idx = slices.Compact(idx)
-	tx.idx = idx
-	for n, i := range idx {
+	slices.Sort(ix)
+	ix = slices.Compact(ix)
+	*idx = ix
+	for n, i := range ix {
 		if err := s.locks.stripes[i].lock(); err != nil {
-			for _, j := range idx[:n] {
+			for _, j := range ix[:n] {
 				s.locks.stripes[j].mu.Unlock()
 			}
-			s.txs.Put(tx.reset())
 			return err
 		}
 	}
 	now := time.Now().UnixNano()
-	for _, i := range idx {
+	for _, i := range ix {
 		st := &s.locks.stripes[i]
 		st.since.Store(now)
 		st.seq.Add(1)
 	}
 	defer func() {
-		for _, i := range idx {
+		for _, i := range ix {
 			st := &s.locks.stripes[i]
 			st.seq.Add(1)
 			st.since.Store(0)
 			st.mu.Unlock()
 		}
-		// Only now: idx is tx's, and the next run to take tx reuses it.
-		// tx is fn's for the run only, so no caller sees it again.
-		s.txs.Put(tx.reset())
 	}()
-	err := fn(tx)
-	if err != nil {
-		tx.rollback()
-	}
-	return err
+	return fn()
 }
 
 // newTx returns a run's view of s over keys, from the store's pool: a run
@@ -365,11 +382,11 @@ func (t *memTx) Set(ctx context.Context, k string, val []byte, opts backends.Set
 		return backends.SetResult{}, err
 	}
 	// The write returns what k held: the undo log needs no read before it.
-	res, prev := t.Store.set(k, val, opts)
-	if !t.saved(k) {
+	res, prev, err := t.Store.set(k, val, opts)
+	if err == nil && !t.saved(k) {
 		t.undo = append(t.undo, saved{key: k, it: prev})
 	}
-	return res, nil
+	return res, err
 }
 
 func (t *memTx) MSet(ctx context.Context, pairs []backends.KV) error {
@@ -418,3 +435,13 @@ func (t *memTx) RandomKey(context.Context) (string, bool, error) {
 }
 
 var _ backends.Atomic = (*Store)(nil)
+
+func (t *memTx) Do(ctx context.Context, keys []string, op backends.Op) error {
+	if err := t.check(keys...); err != nil {
+		return err
+	}
+	if op.Writes() != backends.ReadOnly {
+		t.save(keys...) // what a Put replaces; a change in place is not undone (coll.go)
+	}
+	return t.Store.Do(ctx, keys, op)
+}

@@ -72,7 +72,8 @@ func (s *Store) Flush(context.Context) error {
 
 // Copy copies src's item, value and deadline, to dst.
 //
-// Items never change once made, so dst gets the very item src holds. The
+// Items never change once made, so dst gets the very item src holds; a
+// collection, which changes in place, is cloned unless src goes (RENAME). The
 // two keys are two otter computes, not one: copies of one route are
 // serialised among themselves (moves), so two RENAMEs cannot cross, and
 // each compute is atomic with every other write of its key. A write of dst
@@ -105,6 +106,9 @@ func (s *Store) Copy(ctx context.Context, src, dst string, o backends.CopyOption
 			return old, otter.CancelOp
 		}
 		stored = true
+		if it.isColl() && !o.Move { // a copy changes apart from its source
+			return it.cloneColl(), otter.WriteOp
+		}
 		return it, otter.WriteOp
 	})
 	if !stored {

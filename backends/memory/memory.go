@@ -136,7 +136,7 @@ func newCache(maxBytes int64, clock otter.Clock, deleted func(otter.DeletionEven
 func inline(fn func()) { fn() }
 
 func weigh(k string, it *item) uint32 {
-	w := uint64(len(k)) + uint64(it.n) + entryOverhead
+	w := uint64(len(k)) + it.weight() + entryOverhead
 	return uint32(min(w, math.MaxUint32))
 }
 

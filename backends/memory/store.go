@@ -9,6 +9,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/internal/cursor"
 	"github.com/pgcache/pgcache/internal/otterread"
 	"github.com/pgcache/pgcache/internal/sweep"
@@ -27,6 +28,7 @@ type Store struct {
 	notes   *notifier             // the route's expiries and evictions (notify.go)
 	cursors *cursor.Table[*scan]  // the route's scans under way (keyspace.go)
 	moves   *sync.Mutex           // serialises the route's copies (keyspace.go)
+	limits  *coll.Limits          // encoding thresholds (OBJECT ENCODING); nil: Redis's defaults
 	release func()
 	closed  sync.Once
 	txs     sync.Pool // of *memTx: atomic runs' views (atomic.go)
@@ -92,6 +94,9 @@ func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
 					s.expired(k)
 					return nil, false, nil
 				}
+				if it.isColl() {
+					return nil, false, backends.ErrWrongType
+				}
 				return it.val(), true, nil
 			}
 		}
@@ -112,6 +117,9 @@ func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
 		if !it.alive() {
 			s.expired(k)
 			return nil, false, nil
+		}
+		if it.isColl() {
+			return nil, false, backends.ErrWrongType
 		}
 		return it.val(), true, nil
 	}
@@ -181,6 +189,10 @@ func (s *Store) mget(keys []string, dst [][]byte) [][]byte {
 			dst = append(dst, nil)
 			continue
 		}
+		if it.isColl() { // MGET answers nil for a key of another type
+			dst = append(dst, nil)
+			continue
+		}
 		dst = append(dst, it.val())
 	}
 	return dst
@@ -192,14 +204,16 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 	if err := st.lock(); err != nil {
 		return backends.SetResult{}, err
 	}
-	res, _ := s.set(k, val, opts)
+	res, _, err := s.set(k, val, opts)
 	st.unlock()
-	return res, nil
+	return res, err
 }
 
 // set is Set with the key's stripe held. It returns the item k held
-// before (nil: none), which an atomic run keeps to roll back to.
-func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.SetResult, *item) {
+// before (nil: none), which an atomic run keeps to roll back to. SET … GET
+// of a key that holds a collection fails with ErrWrongType and changes
+// nothing; a plain SET replaces whatever the key held.
+func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.SetResult, *item, error) {
 	if opts.Cond == backends.SetAlways && !opts.Get && opts.TTL.Mode != backends.TTLKeep {
 		var exp int64
 		if opts.TTL.Mode != backends.TTLNone {
@@ -207,7 +221,7 @@ func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.Se
 			if exp = deadline(opts.TTL, 0, n); exp <= n {
 				// a deadline already past: stored, and gone at once
 				prev, _ := s.c.Invalidate(s.k(k))
-				return backends.SetResult{Stored: true}, prev
+				return backends.SetResult{Stored: true}, prev, nil
 			}
 		}
 		prev, fresh := s.c.Set(s.owned(k), newItem(val, exp))
@@ -215,17 +229,22 @@ func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.Se
 		if fresh {
 			prev = nil
 		}
-		return backends.SetResult{Stored: true}, prev
+		return backends.SetResult{Stored: true}, prev, nil
 	}
 	n := now()
 	var res backends.SetResult
 	var wrote int64
 	var prev *item
+	var err error
 	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
 		if found {
 			prev = old
 		}
 		live := found && old.live(n)
+		if opts.Get && live && old.isColl() {
+			err = backends.ErrWrongType
+			return old, otter.CancelOp
+		}
 		if opts.Get && live {
 			res.Old, res.OldFound = old.val(), true
 		}
@@ -236,7 +255,7 @@ func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.Se
 		return put(old, live, val, opts.TTL, n, &wrote)
 	})
 	s.wrote(wrote)
-	return res, prev
+	return res, prev, err
 }
 
 // MSet stores every pair with no expiry. It is not atomic across keys: a
@@ -311,6 +330,9 @@ func (s *Store) Update(_ context.Context, k string, u backends.Update) error {
 	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
 		cur := backends.Current{TTL: backends.TTLPersistent}
 		live := found && old.live(n)
+		if live && old.isColl() {
+			return s.updateColl(old, n, u, &wrote, &err)
+		}
 		if live {
 			cur.Val = old.val()
 			if old.exp != 0 {

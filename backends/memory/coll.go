@@ -1,0 +1,336 @@
+package memory
+
+import (
+	"context"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/maypok86/otter/v2"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
+)
+
+// Collections (hashes, sets, sorted sets, lists) live in the route's cache
+// beside strings, under the same keys, bound and sweeper. A collection is a
+// *collItem, whose head is an item's: the cache holds *item for both, and
+// an item whose n is collMark is the head of a collItem. Strings keep their
+// one pointerless allocation; a collection is an allocation with pointers,
+// which the collector scans by its own type whatever pointer refers to it.
+//
+// A collection changes in place (ZADD is O(log N), not a copy): a write
+// holds the key's stripe, as every write does, and the value's lock while
+// Run changes it; a read holds the value's read lock while Run reads it,
+// and notes the key's stripe sequence as a string read does, so a reader
+// sees all of an atomic run or none of it. The head never changes: EXPIRE
+// makes a new head over the same body, so an item's deadline is read
+// without a lock, as a string's is.
+//
+// Atomic runs keep what they replace (a Put) to put it back when they
+// fail, as they do for strings; an in-place change of a collection is not
+// undone, as Redis keeps what a failed script wrote. (The RESP front's
+// runs never fail after a write.)
+type collItem struct {
+	item // exp, and n == collMark
+	body *collBody
+}
+
+// collBody is a collection and the lock of its in-place changes; the
+// value itself is never replaced (a Put makes a new item).
+type collBody struct {
+	mu sync.RWMutex
+	v  backends.Value
+}
+
+// collMark is the n of a collection's head: a string's length is never
+// negative.
+const collMark = -1
+
+// collOverhead approximates a collection's head and body beyond its
+// value's own weight.
+const collOverhead = 64
+
+func newCollItem(v backends.Value, exp int64) *item {
+	ci := &collItem{item: item{exp: exp, n: collMark}, body: &collBody{v: v}}
+	return &ci.item
+}
+
+// withExp returns a head with deadline exp over the same body.
+func (it *item) withExp(exp int64) *item {
+	ci := &collItem{item: item{exp: exp, n: collMark}, body: it.coll()}
+	return &ci.item
+}
+
+// cloneColl returns a head with it's deadline over a copy of its value.
+func (it *item) cloneColl() *item {
+	b := it.coll()
+	b.mu.RLock()
+	v := b.v.Clone()
+	b.mu.RUnlock()
+	return newCollItem(v, it.exp)
+}
+
+// isColl reports whether it is a collection's head.
+func (it *item) isColl() bool { return it.n == collMark }
+
+// coll returns the body of a collection's head.
+func (it *item) coll() *collBody { return (*collItem)(unsafe.Pointer(it)).body }
+
+// typ is the type of value it holds.
+func (it *item) typ() backends.Type {
+	if it.isColl() {
+		return it.coll().v.Type()
+	}
+	return backends.TypeString
+}
+
+// weight is what the bound counts for it beyond its key.
+func (it *item) weight() uint64 {
+	if it.isColl() {
+		return uint64(it.coll().v.Weight()) + collOverhead
+	}
+	return uint64(it.n)
+}
+
+// Do runs op on its keys' values. One key: a read under the value's read
+// lock, a write under the key's stripe and otter's compute. Several keys:
+// with their stripes held, as an atomic run holds them.
+func (s *Store) Do(ctx context.Context, keys []string, op backends.Op) error {
+	if len(keys) == 1 {
+		if op.Writes() == backends.ReadOnly {
+			return s.doRead(keys[0], op)
+		}
+		return s.doWrite(keys[0], op)
+	}
+	if s.locks == nil { // a run's view or a scratch store: the keys are held
+		return s.doMany(keys, op)
+	}
+	return s.holding(keys, func() error { return s.doMany(keys, op) })
+}
+
+// updateColl runs an Update of a key that holds a collection, inside
+// Update's compute: an expiry change (EXPIRE, PERSIST) applies to any key;
+// every other Update reads a string and fails with ErrWrongType.
+func (s *Store) updateColl(old *item, n int64, u backends.Update, wrote *int64, err *error) (*item, otter.ComputeOp) {
+	e, ok := backends.Native(u).(*backends.Expire)
+	if !ok {
+		*err = backends.ErrWrongType
+		return old, otter.CancelOp
+	}
+	cur := backends.Current{Val: empty, TTL: backends.TTLPersistent}
+	if old.exp != 0 {
+		cur.TTL = time.Duration(old.exp - n)
+	}
+	var ch backends.Change
+	if ch, *err = e.Apply(cur); *err != nil || ch.Kind == backends.Keep {
+		return old, otter.CancelOp
+	}
+	if ch.Kind == backends.Delete {
+		return old, otter.InvalidateOp
+	}
+	exp := deadline(ch.TTL, old.exp, n)
+	if exp != 0 && exp <= n {
+		return old, otter.InvalidateOp
+	}
+	*wrote = exp
+	return old.withExp(exp), otter.WriteOp
+}
+
+// oneView serves one key's value to an Op's Run.
+type oneView struct {
+	limits *coll.Limits
+	val    backends.Value // nil: absent, or a string
+	str    bool           // the key holds a string
+	put    bool           // Run replaced the value
+}
+
+func (v *oneView) Get(_ int, want backends.Type) (backends.Value, error) {
+	switch {
+	case v.str:
+		return nil, backends.ErrWrongType
+	case v.val == nil || v.val.Len() == 0:
+		return nil, nil
+	case want != backends.TypeNone && v.val.Type() != want:
+		return nil, backends.ErrWrongType
+	}
+	return v.val, nil
+}
+
+func (v *oneView) Put(_ int, val backends.Value) { v.val, v.str, v.put = val, false, true }
+
+func (v *oneView) Type(int) backends.Type {
+	switch {
+	case v.str:
+		return backends.TypeString
+	case v.val == nil || v.val.Len() == 0:
+		return backends.TypeNone
+	}
+	return v.val.Type()
+}
+
+func (v *oneView) Limits() *coll.Limits { return v.limits }
+
+// doRead runs a read-only op on k's value, again if an atomic run wrote k
+// meanwhile.
+func (s *Store) doRead(k string, op backends.Op) error {
+	st := s.locks.of(k)
+	for {
+		seq, err := st.readBegin()
+		if err != nil {
+			return err
+		}
+		v := oneView{limits: s.limits}
+		it, ok := s.get(s.k(k))
+		var body *collBody
+		if ok && it.alive() {
+			if it.isColl() {
+				body = it.coll()
+				body.mu.RLock()
+				v.val = body.v
+			} else {
+				v.str = true
+			}
+		} else if ok {
+			s.expired(k)
+		}
+		err = op.Run(&v)
+		if body != nil {
+			body.mu.RUnlock()
+		}
+		if st.readOK(seq) {
+			return err
+		}
+	}
+}
+
+// doWrite runs op on k's value inside otter's compute, with k's stripe
+// held: no other write of k comes between its read and its write.
+func (s *Store) doWrite(k string, op backends.Op) error {
+	st := s.locks.of(k)
+	if err := st.lock(); err != nil {
+		return err
+	}
+	defer st.unlock()
+	n := now()
+	var err error
+	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
+		live := found && old.live(n)
+		v := oneView{limits: s.limits}
+		var body *collBody
+		if live {
+			if old.isColl() {
+				body = old.coll()
+				body.mu.Lock()
+				v.val = body.v
+			} else {
+				v.str = true
+			}
+		}
+		err = op.Run(&v)
+		if body != nil {
+			body.mu.Unlock()
+		}
+		switch {
+		case err != nil && !v.put:
+			if found && !live {
+				return old, otter.InvalidateOp
+			}
+			return old, otter.CancelOp
+		case v.put && (v.val == nil || v.val.Len() == 0):
+			if found {
+				return old, otter.InvalidateOp
+			}
+			return old, otter.CancelOp
+		case v.put:
+			return newCollItem(v.val, 0), otter.WriteOp
+		case body == nil: // absent, and Run made nothing
+			if found && !live {
+				return old, otter.InvalidateOp
+			}
+			return old, otter.CancelOp
+		case body.v.Len() == 0:
+			return old, otter.InvalidateOp
+		}
+		return old, otter.WriteOp // changed in place, or not: weighed again either way
+	})
+	return err
+}
+
+// doMany runs op over several keys whose stripes are held (or a store with
+// none): their values are read, locked, run on and written back.
+func (s *Store) doMany(keys []string, op backends.Op) error {
+	n := now()
+	view := coll.NewSlots(keys, s.limits)
+	items := make([]*item, view.Len())
+	seen := make([]bool, view.Len())
+	var locked []*collBody
+	for i, k := range keys {
+		slot := view.Slot(i)
+		if seen[slot] {
+			continue
+		}
+		seen[slot] = true
+		it, ok := s.c.GetIfPresent(s.k(k))
+		if !ok || !it.live(n) {
+			continue
+		}
+		items[slot] = it
+		if !it.isColl() {
+			view.Load(slot, nil, true)
+			continue
+		}
+		body := it.coll()
+		if !lockedAlready(locked, body) {
+			body.mu.Lock()
+			locked = append(locked, body)
+		}
+		view.Load(slot, body.v, false)
+	}
+	err := op.Run(view)
+	for _, b := range locked {
+		b.mu.Unlock()
+	}
+	if op.Writes() == backends.ReadOnly {
+		return err
+	}
+	written := keys
+	if op.Writes() == backends.WritesFirst {
+		written = keys[:1]
+	}
+	clear(seen)
+	for i, k := range written {
+		slot := view.Slot(i)
+		if seen[slot] {
+			continue
+		}
+		seen[slot] = true
+		v, replaced := view.Value(slot)
+		old := items[slot]
+		switch {
+		case replaced && v == nil:
+			if old != nil {
+				s.c.Invalidate(s.k(k))
+			}
+		case replaced:
+			s.c.Set(s.owned(k), newCollItem(v, 0))
+		case old == nil || !old.isColl():
+			// nothing there, or a string Run did not replace
+		case v == nil:
+			s.c.Invalidate(s.k(k))
+		default:
+			s.c.Set(s.owned(k), old) // changed in place: weighed again
+		}
+	}
+	return err
+}
+
+func lockedAlready(locked []*collBody, b *collBody) bool {
+	for _, l := range locked {
+		if l == b {
+			return true
+		}
+	}
+	return false
+}
+
