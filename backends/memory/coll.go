@@ -333,4 +333,3 @@ func lockedAlready(locked []*collBody, b *collBody) bool {
 	}
 	return false
 }
-
