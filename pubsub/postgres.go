@@ -157,7 +157,6 @@ type notifyFields struct {
 	env         Envelope
 }
 
-
 // parseNotify reads a notification encode wrote; ok is false for anything
 // else on the channel.
 func parseNotify(s string) (f notifyFields, ok bool) {
