@@ -54,11 +54,21 @@ type ExpiryReader interface {
 }
 
 // Expiring is a value read with its remaining lifetime (TTLPersistent for
-// none); a nil Val means the key is absent.
+// none). A nil Val means the key holds no string: it is absent, or Type
+// says what it holds.
 type Expiring struct {
 	Val []byte
 	TTL time.Duration
+	// Type is the type of a key that holds a collection (TypeHash…);
+	// TypeNone for a string or an absent key.
+	Type Type
+	// Coll is the collection, when the reader loaded it whole (an atomic
+	// run's load does; a read of strings does not).
+	Coll Value
 }
+
+// Found reports whether the key exists.
+func (e Expiring) Found() bool { return e.Val != nil || e.Type != TypeNone }
 
 // Wrapper is a Backend that wraps another (a route's metrics, an L1 tier).
 type Wrapper interface {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
+	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/sweep"
 )
 
@@ -56,11 +57,28 @@ func (s *Scratch) Close() error {
 
 // Peek returns key's value and deadline (unix nanoseconds, 0 for none) as
 // stored, without telling the cache's policy; ok is false when the key is
-// absent or expired. The value is the caller's to read, never to modify.
+// absent or expired, or holds a collection (PeekColl). The value is the caller's to read, never to modify.
 func (s *Scratch) Peek(key string) (val []byte, exp int64, ok bool) {
 	it, found := s.c.GetIfPresent(key)
-	if !found || !it.alive() {
+	if !found || !it.alive() || it.isColl() {
 		return nil, 0, false
 	}
 	return it.val(), it.exp, true
+}
+
+// LoadColl puts a collection under key with deadline exp (unix
+// nanoseconds, 0 for none): the scratch holds v itself, and a run's
+// changes in place change it.
+func (s *Scratch) LoadColl(key string, v backends.Value, exp int64) {
+	s.c.Set(key, newCollItem(v, exp))
+}
+
+// PeekColl returns the collection key holds and its deadline; ok is false
+// when it is absent, expired, or a string.
+func (s *Scratch) PeekColl(key string) (v backends.Value, exp int64, ok bool) {
+	it, found := s.c.GetIfPresent(key)
+	if !found || !it.alive() || !it.isColl() {
+		return nil, 0, false
+	}
+	return it.coll().v, it.exp, true
 }

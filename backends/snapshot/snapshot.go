@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/backends/memory"
 )
 
@@ -42,8 +43,16 @@ func Unique(keys []string) []string {
 // Write is one key the store must change.
 type Write struct {
 	Key string
-	// Val is the key's new value; nil deletes the key.
+	// Val is the key's new value when it holds a string; nil deletes the
+	// key, unless Coll is set.
 	Val []byte
+	// Coll is the key's collection when it holds one after the run.
+	Coll backends.Value
+	// Journal, with Coll, says the run changed the loaded collection in
+	// place, touching only these members (or All of them); nil with Coll:
+	// the collection is new (or replaced what the key held) and is
+	// written whole.
+	Journal *coll.Journal
 	// TTL is the new remaining lifetime measured from the load instant,
 	// or TTLPersistent for none. It is positive: a key whose deadline
 	// passed during the run is a deletion.
@@ -63,9 +72,13 @@ type Write struct {
 
 // loaded is a key as the store held it at the load.
 type loaded struct {
-	val []byte // nil: absent
-	exp int64  // unix nanoseconds by the scratch's clock, 0 for none
+	val  []byte         // nil: absent, or a collection
+	coll backends.Value // the collection, changed in place by the run
+	j    *coll.Journal  // what the run changed of coll
+	exp  int64          // unix nanoseconds by the scratch's clock, 0 for none
 }
+
+func (l loaded) found() bool { return l.val != nil || l.coll != nil }
 
 // loadedMaps keeps Run's maps of the declared keys for reuse, those of at
 // most maxPooledLoaded keys (emptying a map costs the size it grew to).
@@ -75,9 +88,11 @@ const maxPooledLoaded = 64
 
 // Run runs fn on a copy of keys and returns the writes that make the store
 // hold what fn left, in the order of keys. keys must be as Unique returns
-// them, and state holds one entry per key: the value (nil when absent) and
-// the remaining lifetime (TTLPersistent for none) read at start. When fn
-// fails, Run returns its error as it is and no writes.
+// them, and state holds one entry per key: the value (nil when absent), or
+// the whole collection, and the remaining lifetime (TTLPersistent for
+// none) read at start. The run changes the collections of state in place
+// (a store loads them fresh for it); a Write's Journal says what it
+// changed. When fn fails, Run returns its error as it is and no writes.
 func Run(keys []string, state []backends.Expiring, start time.Time, fn func(tx backends.Backend) error) ([]Write, error) {
 	scratch := memory.NewScratch()
 	defer scratch.Close()
@@ -92,16 +107,29 @@ func Run(keys []string, state []backends.Expiring, start time.Time, fn func(tx b
 	}()
 	for i, k := range keys {
 		e := state[i]
-		if e.Val == nil {
+		if !e.Found() {
 			was[k] = loaded{}
 			continue
 		}
-		l := loaded{val: e.Val}
-		ttl := backends.TTL{Mode: backends.TTLNone}
+		var l loaded
 		if e.TTL != backends.TTLPersistent {
 			// An absolute deadline, so the scratch keeps the exact one
 			// (a relative TTL is taken from the scratch's own now).
 			l.exp = base + int64(e.TTL)
+		}
+		if e.Coll != nil {
+			l.coll, l.j = e.Coll, &coll.Journal{}
+			coll.Record(e.Coll, l.j)
+			was[k] = l
+			// A deadline already past leaves the key absent there, as below.
+			if l.exp == 0 || l.exp > time.Now().UnixNano() {
+				scratch.LoadColl(k, e.Coll, l.exp)
+			}
+			continue
+		}
+		l.val = e.Val
+		ttl := backends.TTL{Mode: backends.TTLNone}
+		if l.exp != 0 {
 			ttl = backends.TTL{Mode: backends.TTLAt, At: time.Unix(0, l.exp)}
 		}
 		was[k] = l
@@ -111,32 +139,52 @@ func Run(keys []string, state []backends.Expiring, start time.Time, fn func(tx b
 			return nil, err
 		}
 	}
-	if err := fn(&tx{s: scratch.Store, keys: was}); err != nil {
+	err := fn(&tx{s: scratch.Store, keys: was})
+	for _, k := range keys {
+		if l := was[k]; l.coll != nil {
+			coll.Record(l.coll, nil)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	var writes []Write
 	for _, k := range keys {
-		before := was[k]
-		val, exp, ok := scratch.Peek(k)
-		switch {
-		case !ok && before.val == nil:
-			continue
-		case !ok:
-			writes = append(writes, Write{Key: k, Existed: true})
-			continue
+		if w, ok := diff(scratch, k, was[k], base); ok {
+			writes = append(writes, w)
 		}
-		sameVal := before.val != nil && bytes.Equal(val, before.val)
-		if sameVal && exp == before.exp {
-			continue
-		}
-		w := Write{Key: k, Val: val, TTL: backends.TTLPersistent, Existed: before.val != nil,
-			TTLOnly: sameVal, TTLKept: before.val != nil && exp == before.exp}
-		if exp != 0 {
-			w.TTL = time.Duration(exp - base)
-		}
-		writes = append(writes, w)
 	}
 	return writes, nil
+}
+
+// diff says what the store must write so that k holds what the scratch
+// does, given what it held at the load; ok is false when nothing changed.
+func diff(scratch *memory.Scratch, k string, before loaded, base int64) (Write, bool) {
+	w := Write{Key: k, TTL: backends.TTLPersistent, Existed: before.found()}
+	var exp int64
+	if c, cexp, ok := scratch.PeekColl(k); ok {
+		w.Coll, exp = c, cexp
+		if c == before.coll { // the loaded one, changed in place or not
+			changed := before.j.All || len(before.j.Members) > 0
+			if !changed && exp == before.exp {
+				return w, false
+			}
+			w.Journal, w.TTLOnly, w.TTLKept = before.j, !changed, changed && exp == before.exp
+		}
+	} else if val, vexp, ok := scratch.Peek(k); ok {
+		sameVal := before.val != nil && bytes.Equal(val, before.val)
+		if sameVal && vexp == before.exp {
+			return w, false
+		}
+		w.Val, exp = val, vexp
+		w.TTLOnly, w.TTLKept = sameVal, before.val != nil && vexp == before.exp
+	} else {
+		return Write{Key: k, Existed: true}, before.found() // a deletion, if there was anything
+	}
+	if exp != 0 {
+		w.TTL = time.Duration(exp - base)
+	}
+	return w, true
 }
 
 // ReadOnly runs fn, which only reads, on keys as er reads them in one call:

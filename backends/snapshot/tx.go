@@ -137,3 +137,10 @@ var (
 	_ backends.Backend      = (*tx)(nil)
 	_ backends.ExpiryReader = (*tx)(nil)
 )
+
+func (t *tx) Do(ctx context.Context, keys []string, op backends.Op) error {
+	if err := t.checkAll(keys); err != nil {
+		return err
+	}
+	return t.s.Do(ctx, keys, op)
+}
