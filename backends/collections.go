@@ -140,6 +140,15 @@ type Passed struct {
 	// KeyAt are the indexes of the request's keys in Args, in the order of
 	// Do's keys.
 	KeyAt []int
+	// RESP is the protocol the client speaks (2 or 3): a store that passes
+	// the request on asks its server in the same one, so the reply has
+	// the shapes the client expects (ZRANGE … WITHSCORES is flat in RESP2,
+	// pairs in RESP3).
+	RESP int
+	// NullArray says that the command's missing reply is a nil array in
+	// RESP2 (LPOP with a count, BLPOP's timeout), not a nil bulk: a RESP2
+	// server's reply does not tell them apart once parsed.
+	NullArray bool
 	// Reply is the store's reply when it passed the request on; its Kind
 	// is ReplyNone otherwise.
 	Reply Reply

@@ -55,10 +55,11 @@ type Refusal string
 func (e Refusal) Error() string { return string(e) }
 
 // ClientCaused reports whether err is the client's doing (a value that is
-// not a number, a refused update) rather than a failure of the store.
+// not a number, a key of another type, a refused update) rather than a
+// failure of the store.
 func ClientCaused(err error) bool {
 	var r Refusal
-	return errors.Is(err, ErrNotInteger) || errors.Is(err, ErrOverflow) || errors.As(err, &r)
+	return errors.Is(err, ErrNotInteger) || errors.Is(err, ErrOverflow) || errors.Is(err, ErrWrongType) || errors.As(err, &r)
 }
 
 // RefuseTables refuses the table options of a route on a backend that has

@@ -113,6 +113,8 @@ func backendError(r *route.Route, err error) string {
 	switch {
 	case errors.As(err, &refused):
 		return string(refused)
+	case errors.Is(err, backends.ErrWrongType):
+		return backends.ErrWrongType.Error()
 	case errors.Is(err, backends.ErrNotInteger):
 		return errNotInteger
 	case errors.Is(err, backends.ErrOverflow):

@@ -1,0 +1,162 @@
+package proxy
+
+import (
+	"context"
+	"math"
+	"strconv"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
+	"github.com/pgcache/pgcache/route"
+)
+
+// Collections: hashes, sets, sorted sets and lists. Each command is a
+// coll.Parser and a line of the command table; collCmd is every one's
+// handler: parse (syntax errors first, as Redis checks them), route the
+// keys (all on one route), run the Op on the route's backend, answer.
+
+// collCmd is the handler of the collection command parse reads.
+func collCmd(parse coll.Parser) handler {
+	return func(c *conn, args [][]byte) { c.runColl(parse, args) }
+}
+
+// doer is Backend.Do, until the contract has it.
+type doer interface {
+	Do(ctx context.Context, keys []string, op backends.Op) error
+}
+
+func (c *conn) runColl(parse coll.Parser, args [][]byte) {
+	op, err := parse(args)
+	if err != nil {
+		c.writeError(err.Error()) // a Refusal, in Redis's words
+		return
+	}
+	req := op.Request()
+	req.RESP = c.proto
+	r, ok := c.collKeys(args, req.KeyAt)
+	if !ok {
+		return
+	}
+	defer c.clearScratch()
+	d, _ := r.Backend.(doer)
+	if d == nil {
+		c.writeError("ERR route " + r.Name + " does not serve collections")
+		return
+	}
+	if err := d.Do(c.ctx, c.keys, op); err != nil {
+		c.backendErr(r, err)
+		return
+	}
+	c.writeOp(op)
+}
+
+// collKeys routes the keys of a request (args at keyAt) into c.keys, as
+// their route stores them. Every key must be on one route; ok is false,
+// answered, otherwise.
+func (c *conn) collKeys(args [][]byte, keyAt []int) (r *route.Route, ok bool) {
+	c.keys = c.keys[:0]
+	for _, at := range keyAt {
+		rk, k := c.key(args[at])
+		switch {
+		case rk == nil:
+			return nil, false
+		case r != nil && rk != r:
+			c.writeError(errCrossSlot)
+			return nil, false
+		}
+		r = rk
+		c.keys = append(c.keys, k)
+	}
+	return r, r != nil
+}
+
+// writeOp answers a collection command: the reply the store passed on, or
+// the Op's own.
+func (c *conn) writeOp(op coll.Command) {
+	if req := op.Request(); req.Reply.Kind != backends.ReplyNone {
+		c.writeReply(req.Reply, req.NullArray)
+		return
+	}
+	op.Reply((*collWriter)(c))
+}
+
+// writeReply writes a reply a store passed on, in the client's protocol
+// (the store asked its server in that protocol: see backends.Passed).
+func (c *conn) writeReply(r backends.Reply, nullArray bool) {
+	switch r.Kind {
+	case backends.ReplyStatus:
+		c.writeSimple(string(r.Str))
+	case backends.ReplyError:
+		c.writeError(string(r.Str))
+	case backends.ReplyInt:
+		c.writeInt(r.Int)
+	case backends.ReplyBulk:
+		c.writeBulk(r.Str)
+	case backends.ReplyNull:
+		if nullArray {
+			c.writeNullArray()
+		} else {
+			c.writeNull()
+		}
+	case backends.ReplyDouble:
+		(*collWriter)(c).Double(r.Float)
+	case backends.ReplyBool:
+		if c.proto == 3 {
+			if r.Int != 0 {
+				c.out = append(c.out, "#t\r\n"...)
+			} else {
+				c.out = append(c.out, "#f\r\n"...)
+			}
+			return
+		}
+		c.writeInt(r.Int)
+	case backends.ReplyArray, backends.ReplySet, backends.ReplyMap:
+		switch r.Kind {
+		case backends.ReplyArray:
+			c.writeArray(len(r.Elems))
+		case backends.ReplySet:
+			c.writeSet(len(r.Elems))
+		default:
+			c.writeMap(len(r.Elems) / 2)
+		}
+		for _, e := range r.Elems {
+			c.writeReply(e, false)
+		}
+	}
+}
+
+// collWriter is a connection as the Writer a coll.Command replies to.
+type collWriter conn
+
+func (w *collWriter) Int(n int64)     { (*conn)(w).writeInt(n) }
+func (w *collWriter) Bulk(b []byte)   { (*conn)(w).writeBulk(b) }
+func (w *collWriter) Status(s string) { (*conn)(w).writeSimple(s) }
+func (w *collWriter) Null()           { (*conn)(w).writeNull() }
+func (w *collWriter) NullArray()      { (*conn)(w).writeNullArray() }
+func (w *collWriter) Array(n int)     { (*conn)(w).writeArray(n) }
+func (w *collWriter) Map(n int)       { (*conn)(w).writeMap(n) }
+func (w *collWriter) Set(n int)       { (*conn)(w).writeSet(n) }
+
+// Double writes a score as Redis 7.0 does: RESP3's double, or RESP2's
+// bulk, both of %.17g (inf, -inf).
+func (w *collWriter) Double(f float64) {
+	c := (*conn)(w)
+	if c.proto == 3 {
+		c.out = append(c.out, ',')
+		switch {
+		case math.IsInf(f, 1):
+			c.out = append(c.out, "inf"...)
+		case math.IsInf(f, -1):
+			c.out = append(c.out, "-inf"...)
+		default:
+			c.out = strconv.AppendFloat(c.out, f, 'g', 17, 64)
+		}
+		c.out = append(c.out, '\r', '\n')
+		return
+	}
+	c.out = redcon.AppendBulkString(c.out, coll.FormatScore(f))
+}
+
+var _ coll.Writer = (*collWriter)(nil)
