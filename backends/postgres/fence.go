@@ -48,8 +48,18 @@ func (s *KV) Prepare(ctx context.Context) error { return s.setup.ensure(ctx) }
 // the database's clock, -1 for none.
 const getTTLSQL = `SELECT value,
 	CASE WHEN expires_at = 'infinity' THEN -1
-	     ELSE greatest(floor(extract(epoch FROM expires_at - now()) * 1000), 0)::bigint END
+	     ELSE greatest(floor(extract(epoch FROM expires_at - now()) * 1000), 0)::bigint END,
+	kind
 	FROM %s WHERE key = $1::%s AND expires_at > now()`
+
+// expiring is a row read with its lifetime: a string's value, or the type
+// of a collection (whose members it does not read).
+func expiring(val []byte, ms int64, kind byte) backends.Expiring {
+	if kind != kindString {
+		return backends.Expiring{TTL: ttlOf(ms), Type: typeOf(kind)}
+	}
+	return backends.Expiring{Val: value(val), TTL: ttlOf(ms)}
+}
 
 // ttlOf turns the milliseconds of getTTLSQL's second column into a TTL.
 func ttlOf(ms int64) time.Duration {
@@ -62,11 +72,13 @@ func ttlOf(ms int64) time.Duration {
 // mgetTTLSQL is mgetSQL with each row's remaining lifetime, as getTTLSQL.
 const mgetTTLSQL = `SELECT key::text, value,
 	CASE WHEN expires_at = 'infinity' THEN -1
-	     ELSE greatest(floor(extract(epoch FROM expires_at - now()) * 1000), 0)::bigint END
+	     ELSE greatest(floor(extract(epoch FROM expires_at - now()) * 1000), 0)::bigint END,
+	kind
 	FROM %s WHERE key = ANY($1::%s[]) AND expires_at > now()`
 
 // MGetWithTTL appends each key's value and remaining lifetime to dst, a
-// nil value for a key that is absent: one query for all.
+// nil value for a key that is absent or holds a collection (Type says
+// which): one query for all.
 func (s *KV) MGetWithTTL(ctx context.Context, keys []string, dst []backends.Expiring) ([]backends.Expiring, error) {
 	if len(keys) == 0 {
 		return dst, nil
@@ -86,8 +98,9 @@ func (s *KV) MGetWithTTL(ctx context.Context, keys []string, dst []backends.Expi
 		var k string
 		var v []byte
 		var ms int64
-		_, err = pgx.ForEachRow(rows, []any{&k, &v, &ms}, func() error {
-			found[k] = backends.Expiring{Val: value(v), TTL: ttlOf(ms)}
+		var kind byte
+		_, err = pgx.ForEachRow(rows, []any{&k, &v, &ms, &kind}, func() error {
+			found[k] = expiring(v, ms, kind)
 			return nil
 		})
 		return err
@@ -107,6 +120,9 @@ func (s *KV) GetWithTTL(ctx context.Context, key string) (val []byte, ttl time.D
 		return nil, 0, false, err // as Get: never one bad key in a shared query
 	}
 	e, err := s.getTTLs.get(ctx, key)
+	if e.Type != backends.TypeNone {
+		return nil, 0, false, backends.ErrWrongType
+	}
 	return e.Val, e.TTL, e.Val != nil, err
 }
 
@@ -120,15 +136,16 @@ func (s *KV) getTTLOne(ctx context.Context, key string) (e backends.Expiring, er
 	err = s.do(ctx, "get", func(ctx context.Context) error {
 		var ms int64
 		var val []byte
+		var kind byte
 		e = backends.Expiring{}
-		err := s.pool.QueryRow(ctx, sql, k).Scan(&val, &ms)
+		err := s.pool.QueryRow(ctx, sql, k).Scan(&val, &ms, &kind)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		e = backends.Expiring{Val: value(val), TTL: ttlOf(ms)}
+		e = expiring(val, ms, kind)
 		return nil
 	})
 	return e, err

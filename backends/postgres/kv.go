@@ -33,7 +33,7 @@ type KV struct {
 
 	// Single-key reads, and plain SETs, share statements when the pool is
 	// busy (coalesce.go).
-	gets    coalescer[string, []byte]            // nil: absent
+	gets    coalescer[string, strRead]
 	getTTLs coalescer[string, backends.Expiring] // a nil Val: absent
 	sets    coalescer[setRow, struct{}]
 
@@ -82,7 +82,7 @@ func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
 		return ensureKVTable(ctx, pool, t, k, durability)
 	})
 	slots := int(pool.Config().MaxConns)
-	s.gets = coalescer[string, []byte]{slots: slots, one: s.getOne, many: s.getMany, own: strings.Clone}
+	s.gets = coalescer[string, strRead]{slots: slots, one: s.getOne, many: s.getMany, own: strings.Clone}
 	s.getTTLs = coalescer[string, backends.Expiring]{slots: slots, one: s.getTTLOne, many: s.getTTLMany, own: strings.Clone}
 	s.sets = coalescer[setRow, struct{}]{slots: setSlots(slots), one: s.setOne, many: s.setMany, own: setRow.own}
 	if iv := time.Duration(d.opts.SweepInterval); iv > 0 {
@@ -116,49 +116,97 @@ func value(v []byte) []byte {
 	return v
 }
 
-// Get returns the value of a live key.
+// strRead is a read of one key as a string: its value (nil: absent), or
+// that it holds a collection.
+type strRead struct {
+	val  []byte
+	coll bool
+}
+
+// Get returns the value of a live key; ErrWrongType when it holds a
+// collection.
 func (s *KV) Get(ctx context.Context, key string) (val []byte, ok bool, err error) {
 	if _, err := s.key.param(key); err != nil {
 		return nil, false, err // checked first: a shared query must not fail for one bad key
 	}
-	val, err = s.gets.get(ctx, key)
-	return val, val != nil, err
+	r, err := s.gets.get(ctx, key)
+	if r.coll {
+		return nil, false, backends.ErrWrongType
+	}
+	return r.val, r.val != nil, err
 }
 
-// getOne reads one key with a statement of its own; nil when absent.
-func (s *KV) getOne(ctx context.Context, key string) (val []byte, err error) {
+// getOne reads one key with a statement of its own.
+func (s *KV) getOne(ctx context.Context, key string) (r strRead, err error) {
 	k, err := s.key.param(key)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	err = s.do(ctx, "get", func(ctx context.Context) error {
-		val = nil
-		err := s.pool.QueryRow(ctx, s.sql.get, k).Scan(&val)
-		if errors.Is(err, pgx.ErrNoRows) {
+		var val []byte
+		var kind byte
+		r = strRead{}
+		switch err := s.pool.QueryRow(ctx, s.sql.get, k).Scan(&val, &kind); {
+		case errors.Is(err, pgx.ErrNoRows):
 			return nil
+		case err != nil:
+			return err
+		case kind != kindString:
+			r = strRead{coll: true}
+		default:
+			r = strRead{val: value(val)}
 		}
-		val = value(val)
-		return err
+		return nil
 	})
-	return val, err
+	return r, err
 }
 
 // getMany reads keys with one statement: the coalescer's shared query.
-func (s *KV) getMany(ctx context.Context, keys []string) ([][]byte, error) {
-	return s.MGet(ctx, keys, make([][]byte, 0, len(keys)))
+func (s *KV) getMany(ctx context.Context, keys []string) ([]strRead, error) {
+	found, err := s.mget(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]strRead, len(keys))
+	for i, k := range keys {
+		out[i] = found[k]
+	}
+	return out, nil
 }
 
-// MGet appends the value of each key, or nil, to dst: one query for all.
-// A single key is read as Get, sharing a query with concurrent reads.
+// MGet appends the value of each key, or nil (absent, or a collection), to
+// dst: one query for all. A single key is read as Get, sharing a query
+// with concurrent reads.
 func (s *KV) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
-	if out, done, err := fewKeys(ctx, keys, dst, s.Get); done {
+	if out, done, err := fewKeys(ctx, keys, dst, s.getString); done {
 		return out, err
 	}
-	ks, err := s.key.params(keys)
+	found, err := s.mget(ctx, keys)
 	if err != nil {
 		return dst, err
 	}
-	found := make(map[string][]byte, len(keys))
+	for _, k := range keys {
+		dst = append(dst, found[k].val) // nil when absent or a collection
+	}
+	return dst, nil
+}
+
+// getString is Get answering a collection as absent, as MGET does.
+func (s *KV) getString(ctx context.Context, key string) ([]byte, bool, error) {
+	val, ok, err := s.Get(ctx, key)
+	if errors.Is(err, backends.ErrWrongType) {
+		return nil, false, nil
+	}
+	return val, ok, err
+}
+
+// mget reads keys with one statement.
+func (s *KV) mget(ctx context.Context, keys []string) (map[string]strRead, error) {
+	ks, err := s.key.params(keys)
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[string]strRead, len(keys))
 	err = s.do(ctx, "mget", func(ctx context.Context) error {
 		clear(found)
 		rows, err := s.pool.Query(ctx, s.sql.mget, ks)
@@ -167,19 +215,18 @@ func (s *KV) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, e
 		}
 		var k string
 		var v []byte
-		_, err = pgx.ForEachRow(rows, []any{&k, &v}, func() error {
-			found[k] = v
+		var kind byte
+		_, err = pgx.ForEachRow(rows, []any{&k, &v, &kind}, func() error {
+			if kind != kindString {
+				found[k] = strRead{coll: true}
+			} else {
+				found[k] = strRead{val: value(v)}
+			}
 			return nil
 		})
 		return err
 	})
-	if err != nil {
-		return dst, err
-	}
-	for _, k := range keys {
-		dst = append(dst, found[k]) // nil when absent
-	}
-	return dst, nil
+	return found, err
 }
 
 // Set stores val as opts says. The common cases are one plain statement
@@ -321,12 +368,16 @@ func storedRow(row pgx.Row, stored *bool) error {
 
 func (s *KV) setGet(ctx context.Context, k any, val []byte, ttl, at any, keep bool, cond backends.SetCond, res *backends.SetResult) error {
 	for range maxSetRetries {
-		var hadRow bool
+		var hadRow, coll bool
 		*res = backends.SetResult{}
 		err := s.pool.QueryRow(ctx, s.sql.setGet, k, val, ttl, at, keep, int32(cond)).
-			Scan(&res.Old, &res.OldFound, &res.Stored, &hadRow)
+			Scan(&res.Old, &res.OldFound, &res.Stored, &hadRow, &coll)
 		if err != nil {
 			return err
+		}
+		if coll {
+			*res = backends.SetResult{}
+			return backends.ErrWrongType
 		}
 		if res.Stored || hadRow || cond == backends.SetIfPresent {
 			return nil
@@ -385,14 +436,11 @@ func (s *KV) GetDel(ctx context.Context, key string) (val []byte, ok bool, err e
 	if err != nil {
 		return nil, false, err
 	}
+	var coll bool
 	err = s.do(ctx, "getdel", func(ctx context.Context) error {
 		val, ok = nil, false
 		var live bool
-		err := s.pool.QueryRow(ctx, s.sql.getDel, k).Scan(&val, &live)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
+		if err := s.pool.QueryRow(ctx, s.sql.getDel, k).Scan(&val, &live, &coll); err != nil {
 			return err
 		}
 		if ok = live; !ok {
@@ -400,6 +448,9 @@ func (s *KV) GetDel(ctx context.Context, key string) (val []byte, ok bool, err e
 		}
 		return nil
 	})
+	if err == nil && coll {
+		return nil, false, backends.ErrWrongType
+	}
 	return val, ok, err
 }
 
@@ -413,15 +464,19 @@ func (s *KV) GetEx(ctx context.Context, key string, t backends.TTL) (val []byte,
 		return nil, false, err
 	}
 	ttl, at, _ := expiry(t)
+	var coll bool
 	err = s.do(ctx, "getex", func(ctx context.Context) error {
 		val, ok = nil, false
-		err := s.pool.QueryRow(ctx, s.sql.getEx, k, ttl, at).Scan(&val)
+		err := s.pool.QueryRow(ctx, s.sql.getEx, k, ttl, at).Scan(&val, &coll)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
-		ok = err == nil
+		ok = err == nil && !coll
 		return err
 	})
+	if err == nil && coll {
+		return nil, false, backends.ErrWrongType
+	}
 	return val, ok, err
 }
 
@@ -445,6 +500,8 @@ func (s *KV) IncrBy(ctx context.Context, key string, delta int64) (int64, error)
 			case errors.Is(err, pgx.ErrNoRows): // deleted or expired since: again
 			case err != nil:
 				return err
+			case why == "wrongtype":
+				return backends.ErrWrongType
 			case why == "notint":
 				return backends.ErrNotInteger
 			case why == "overflow":

@@ -52,22 +52,25 @@ func kvStatements(table string, k keyType) kvSQL {
 	}
 }
 
-// $1 key
-const getSQL = `SELECT value FROM {t} WHERE key = $1::{k} AND expires_at > now()`
+// $1 key. kind tells a string from a collection, which GET refuses.
+const getSQL = `SELECT value, kind FROM {t} WHERE key = $1::{k} AND expires_at > now()`
 
 // $1 keys. One round trip whatever the number of keys; the caller puts the
-// rows back in the order of the keys.
-const mgetSQL = `SELECT key::text, value FROM {t} WHERE key = ANY($1::{k}[]) AND expires_at > now()`
+// rows back in the order of the keys (MGET answers nil for a collection).
+const mgetSQL = `SELECT key::text, value, kind FROM {t} WHERE key = ANY($1::{k}[]) AND expires_at > now()`
 
 // $1 key, $2 value, $3 ttl, $4 at, $5 keepttl. The upsert of "Postgres as a Key-Value Store";
 // KEEPTTL keeps the deadline of a live row (a new or expired one gets none).
+// A SET replaces whatever the key held: a collection's items go with its
+// kind (the purge trigger, collschema.go).
 const setSQL = `
 INSERT INTO {t} AS t (key, value, expires_at)
 VALUES ($1::{k}, $2::bytea, coalesce(now() + $3::interval, $4::timestamptz, 'infinity'))
 ON CONFLICT (key) DO UPDATE
 SET value      = EXCLUDED.value,
     expires_at = CASE WHEN $5::bool AND t.expires_at > now() THEN t.expires_at
-                      ELSE EXCLUDED.expires_at END`
+                      ELSE EXCLUDED.expires_at END,
+    kind       = 's'`
 
 // $1 key, $2 value, $3 ttl, $4 at. SET NX as "Postgres as a Key-Value Store" writes it: an
 // expired row still owns its key, so the conflict takes it over instead of
@@ -78,7 +81,8 @@ INSERT INTO {t} AS t (key, value, expires_at)
 VALUES ($1::{k}, $2::bytea, coalesce(now() + $3::interval, $4::timestamptz, 'infinity'))
 ON CONFLICT (key) DO UPDATE
 SET value      = EXCLUDED.value,
-    expires_at = EXCLUDED.expires_at
+    expires_at = EXCLUDED.expires_at,
+    kind       = 's'
 WHERE t.expires_at <= now()
 RETURNING true`
 
@@ -87,7 +91,8 @@ const setXXSQL = `
 UPDATE {t}
 SET value      = $2::bytea,
     expires_at = CASE WHEN $5::bool THEN expires_at
-                      ELSE coalesce(now() + $3::interval, $4::timestamptz, 'infinity') END
+                      ELSE coalesce(now() + $3::interval, $4::timestamptz, 'infinity') END,
+    kind       = 's'
 WHERE key = $1::{k} AND expires_at > now()
 RETURNING true`
 
@@ -102,10 +107,11 @@ RETURNING true`
 // statement's snapshot is invisible to old, so the INSERT meets it and
 // does nothing. The statement then reports neither a row nor a write
 // (had_row false, stored false) and the caller runs it again, with a new
-// snapshot that sees the row.
+// snapshot that sees the row. A live collection is not replaced: the
+// fifth column says so, and the caller answers WRONGTYPE.
 const setGetSQL = `
 WITH old AS (
-    SELECT value, expires_at, expires_at > now() AS live
+    SELECT value, expires_at, expires_at > now() AS live, kind
     FROM {t}
     WHERE key = $1::{k}
     FOR UPDATE
@@ -119,16 +125,19 @@ WITH old AS (
     UPDATE {t} AS t
     SET value      = $2::bytea,
         expires_at = CASE WHEN $5::bool AND old.live THEN old.expires_at
-                          ELSE coalesce(now() + $3::interval, $4::timestamptz, 'infinity') END
+                          ELSE coalesce(now() + $3::interval, $4::timestamptz, 'infinity') END,
+        kind       = 's'
     FROM old
     WHERE t.key = $1::{k}
+      AND (NOT old.live OR old.kind = 's')
       AND CASE $6::int WHEN 1 THEN NOT old.live WHEN 2 THEN old.live ELSE true END
     RETURNING true
 )
 SELECT (SELECT value FROM old WHERE live),
        EXISTS (SELECT FROM old WHERE live),
        EXISTS (SELECT FROM ins) OR EXISTS (SELECT FROM upd),
-       EXISTS (SELECT FROM old)`
+       EXISTS (SELECT FROM old),
+       EXISTS (SELECT FROM old WHERE live AND kind <> 's')`
 
 // $1 keys, $2 values, $3 lifetimes in microseconds (-1: none), sorted by
 // key and without duplicates (ON CONFLICT cannot update a row twice in one
@@ -141,7 +150,8 @@ SELECT k, v, CASE WHEN ttl < 0 THEN 'infinity' ELSE now() + ttl * interval '1 mi
 FROM unnest($1::{k}[], $2::bytea[], $3::int8[]) AS u(k, v, ttl)
 ON CONFLICT (key) DO UPDATE
 SET value      = EXCLUDED.value,
-    expires_at = EXCLUDED.expires_at`
+    expires_at = EXCLUDED.expires_at,
+    kind       = 's'`
 
 // $1 keys. Expired rows are deleted too, but only live ones count.
 const delSQL = `
@@ -158,16 +168,34 @@ FROM unnest($1::{k}[]) AS u(k)
 JOIN {t} AS t ON t.key = u.k
 WHERE t.expires_at > now()`
 
-// $1 key
-const getDelSQL = `DELETE FROM {t} WHERE key = $1::{k} RETURNING value, expires_at > now()`
+// $1 key. GETDEL of a string; a live collection is left as it is, and the
+// third column says so (WRONGTYPE).
+const getDelSQL = `
+WITH cur AS (
+    SELECT kind, expires_at > now() AS live FROM {t} WHERE key = $1::{k} FOR UPDATE
+), d AS (
+    DELETE FROM {t} AS t USING cur
+    WHERE t.key = $1::{k} AND (cur.kind = 's' OR NOT cur.live)
+    RETURNING t.value, cur.live AND cur.kind = 's' AS live
+)
+SELECT (SELECT value FROM d), coalesce((SELECT live FROM d), false),
+       coalesce((SELECT live AND kind <> 's' FROM cur), false)`
 
 // $1 key, $2 ttl, $3 at; neither is PERSIST. A deadline in the past leaves
-// an expired row: absent from then on, deleted by the sweeper.
+// an expired row: absent from then on, deleted by the sweeper. GETEX of a
+// collection changes nothing: the second column says it is one.
 const getExSQL = `
-UPDATE {t}
-SET expires_at = coalesce(now() + $2::interval, $3::timestamptz, 'infinity')
-WHERE key = $1::{k} AND expires_at > now()
-RETURNING value`
+WITH cur AS (
+    SELECT kind FROM {t} WHERE key = $1::{k} AND expires_at > now() FOR UPDATE
+), upd AS (
+    UPDATE {t} AS t
+    SET expires_at = coalesce(now() + $2::interval, $3::timestamptz, 'infinity')
+    FROM cur
+    WHERE t.key = $1::{k} AND cur.kind = 's'
+    RETURNING t.value
+)
+SELECT (SELECT value FROM upd), EXISTS (SELECT FROM cur WHERE kind <> 's')
+WHERE EXISTS (SELECT FROM cur)`
 
 // $1 key, $2 delta. INCRBY with Redis's rules: the value must be a decimal
 // integer as backends.ParseInt reads it (no sign but minus, no leading
@@ -186,21 +214,24 @@ VALUES ($1::{k}, convert_to($2::int8::text, 'UTF8'), 'infinity')
 ON CONFLICT (key) DO UPDATE
 SET value      = CASE WHEN t.expires_at <= now() THEN EXCLUDED.value
                       ELSE convert_to((encode(t.value, 'escape')::numeric + $2::int8)::text, 'UTF8') END,
-    expires_at = CASE WHEN t.expires_at <= now() THEN 'infinity' ELSE t.expires_at END
+    expires_at = CASE WHEN t.expires_at <= now() THEN 'infinity' ELSE t.expires_at END,
+    kind       = 's'
 WHERE t.expires_at <= now()
-   OR CASE WHEN octet_length(t.value) BETWEEN 1 AND 20
+   OR t.kind = 's' AND CASE WHEN octet_length(t.value) BETWEEN 1 AND 20
             AND encode(t.value, 'escape') ~ '^(0|-?[1-9][0-9]*)$'
            THEN encode(t.value, 'escape')::numeric BETWEEN -9223372036854775808 AND 9223372036854775807
             AND encode(t.value, 'escape')::numeric + $2::int8 BETWEEN -9223372036854775808 AND 9223372036854775807
       END
 RETURNING convert_from(value, 'UTF8')::int8`
 
-// $1 key, $2 delta. Why incrSQL refused: 'notint', 'overflow', or 'ok'
-// (or no row) when the value changed since, and the increment may be run
-// again. Reporting the error the value has now is as atomic as the refusal:
-// the refused statement changed nothing, so the INCRBY takes effect here.
+// $1 key, $2 delta. Why incrSQL refused: 'wrongtype', 'notint',
+// 'overflow', or 'ok' (or no row) when the value changed since, and the
+// increment may be run again. Reporting the error the value has now is as
+// atomic as the refusal: the refused statement changed nothing, so the
+// INCRBY takes effect here.
 const incrWhySQL = `
-SELECT CASE WHEN octet_length(value) BETWEEN 1 AND 20
+SELECT CASE WHEN kind <> 's' THEN 'wrongtype'
+            WHEN octet_length(value) BETWEEN 1 AND 20
              AND encode(value, 'escape') ~ '^(0|-?[1-9][0-9]*)$'
             THEN CASE WHEN encode(value, 'escape')::numeric NOT BETWEEN -9223372036854775808 AND 9223372036854775807
                       THEN 'notint'
@@ -270,11 +301,13 @@ WHERE ctid IN (
 const sweepBatch = 5000
 
 // $1 key. The live row of a read-modify-write, locked until the
-// transaction ends, with its remaining microseconds (-1 for none).
+// transaction ends, with its remaining microseconds (-1 for none) and
+// its kind.
 const lockSQL = `
 SELECT value,
        CASE WHEN expires_at = 'infinity' THEN -1
-            ELSE floor(extract(epoch FROM expires_at - now()) * 1000000)::int8 END
+            ELSE floor(extract(epoch FROM expires_at - now()) * 1000000)::int8 END,
+       kind
 FROM {t}
 WHERE key = $1::{k} AND expires_at > now()
 FOR UPDATE`

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"hash/fnv"
 	"strings"
 
@@ -151,6 +152,7 @@ func kvColumns(k keyType) []column {
 		{name: "key", typ: k.sqlType, collation: k.collation, notNull: true, pkPos: 1},
 		{name: "value", typ: "bytea", notNull: true},
 		{name: "expires_at", typ: "timestamp with time zone", notNull: true},
+		{name: "kind", typ: `"char"`, notNull: true},
 	}
 }
 
@@ -159,41 +161,52 @@ func kvColumns(k keyType) []column {
 // update a non-HOT one ("Postgres as a Key-Value Store"). fillfactor 70 leaves room on each page
 // for the next version of a row; the low vacuum threshold keeps dead
 // versions of hot keys from piling up.
+//
+// kind is what the key holds: 's' a string (value), or a collection whose
+// members are rows of the items table (collschema.go), value then empty.
 const createKVSQL = `
 CREATE %sTABLE IF NOT EXISTS %s (
     key        %s PRIMARY KEY,
     value      bytea       NOT NULL,
-    expires_at timestamptz NOT NULL
+    expires_at timestamptz NOT NULL,
+    kind       "char"      NOT NULL DEFAULT 's' CHECK (kind IN ('s', 'h', 'l', 't', 'z'))
 ) WITH (
     fillfactor = 70,
     autovacuum_vacuum_scale_factor = 0.01
 )`
 
-// ensureKVTable creates the kv table when it is absent and checks that it
-// has the kv layout and the persistence the durability needs. It never
-// alters an existing table.
+// ensureKVTable creates the kv table and its items table when they are
+// absent and checks that they have the kv layout and the persistence the
+// durability needs. It never alters a table, but for one change: a kv
+// table of the layout before collections (key, value, expires_at) gets
+// its kind column, which costs PostgreSQL a catalog update, not a rewrite.
 func ensureKVTable(ctx context.Context, pool *pgxpool.Pool, t tableName, k keyType, durability string) error {
 	rel, ok, err := describe(ctx, pool, t)
 	if err != nil {
 		return err
 	}
+	if ok && checkKVTable(rel, k, durability) == nil {
+		if ready, err := itemsReady(ctx, pool, t); err != nil || ready {
+			return err
+		}
+	}
+	if err := createKVTable(ctx, pool, t, k, durability); err != nil {
+		return err
+	}
+	if rel, ok, err = describe(ctx, pool, t); err != nil {
+		return err
+	}
 	if !ok {
-		if err := createKVTable(ctx, pool, t, k, durability); err != nil {
-			return err
-		}
-		if rel, ok, err = describe(ctx, pool, t); err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: created, but not found on the search_path", ErrTableMismatch)
-		}
+		return fmt.Errorf("%w: created, but not found on the search_path", ErrTableMismatch)
 	}
 	return checkKVTable(rel, k, durability)
 }
 
-// createKVTable creates the table under an advisory lock, so that pgcache
-// instances starting together do not both try (CREATE TABLE IF NOT EXISTS
-// alone can still fail on the catalog's unique index when they race).
+// createKVTable creates the table, or gives one of the layout before
+// collections its kind column, and makes its items table, under an
+// advisory lock, so that pgcache instances starting together do not both
+// try (CREATE TABLE IF NOT EXISTS alone can still fail on the catalog's
+// unique index when they race).
 func createKVTable(ctx context.Context, pool *pgxpool.Pool, t tableName, k keyType, durability string) error {
 	unlogged := ""
 	if durability == DurabilityUnlogged {
@@ -203,9 +216,42 @@ func createKVTable(ctx context.Context, pool *pgxpool.Pool, t tableName, k keyTy
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", t.lockKey("create")); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, fmt.Sprintf(createKVSQL, unlogged, t.ident(), k.columnDDL))
-		return err
+		rel, ok, err := describe(ctx, tx, t)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			if _, err := tx.Exec(ctx, fmt.Sprintf(createKVSQL, unlogged, t.ident(), k.columnDDL)); err != nil {
+				return err
+			}
+		case len(rel.columns) == len(kvColumns(k))-1:
+			// The layout before collections, or a table that is not ours
+			// to change: the difference is named as if it had kind.
+			if err := checkKVTable(withKind(rel, k), k, durability); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, fmt.Sprintf(addKindSQL, t.ident())); err != nil {
+				return err
+			}
+		default:
+			if err := checkKVTable(rel, k, durability); err != nil {
+				return err // not ours to change
+			}
+		}
+		return createItems(ctx, tx, t, k, unlogged)
 	})
+}
+
+// addKindSQL gives a kv table of the layout before collections its kind
+// column: every row it has is a string.
+const addKindSQL = `ALTER TABLE %s ADD COLUMN IF NOT EXISTS kind "char" NOT NULL DEFAULT 's' CHECK (kind IN ('s', 'h', 'l', 't', 'z'))`
+
+// withKind is rel with the kind column added, as a kv table of the layout
+// before collections becomes.
+func withKind(rel relation, k keyType) relation {
+	want := kvColumns(k)
+	rel.columns = append(slices.Clone(rel.columns), want[len(want)-1])
+	return rel
 }
 
 // checkKVTable names the first difference between rel and the kv layout.
@@ -220,7 +266,7 @@ func checkKVTable(rel relation, k keyType, durability string) error {
 	}
 	want := kvColumns(k)
 	if len(rel.columns) != len(want) {
-		return mismatch("has columns %s, want key, value, expires_at", columnNames(rel.columns))
+		return mismatch("has columns %s, want %s", columnNames(rel.columns), columnNames(want))
 	}
 	for i, w := range want {
 		c := rel.columns[i]

@@ -48,10 +48,16 @@ func (s *KV) updateOnce(ctx context.Context, k any, u backends.Update, applyErr 
 	cur := backends.Current{TTL: backends.TTLPersistent}
 	var val []byte
 	var us int64
-	switch err := tx.QueryRow(ctx, s.sql.lock, k).Scan(&val, &us); {
+	var kind byte
+	switch err := tx.QueryRow(ctx, s.sql.lock, k).Scan(&val, &us, &kind); {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
 		return false, err
+	case kind != kindString:
+		// A collection: the updates of its expiry run natively
+		// (expireSQL, persistSQL); every other one reads a string.
+		*applyErr = backends.ErrWrongType
+		return true, nil
 	default:
 		cur.Val = value(val)
 		if us >= 0 {
