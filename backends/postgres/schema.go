@@ -3,8 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 	"hash/fnv"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
