@@ -123,45 +123,20 @@ func (s *KV) atomicOnce(ctx context.Context, run *atomicRun) (done bool, err err
 	return true, tx.Commit(bounded())
 }
 
-// atomicLoad locks the keys and reads their live rows: one round trip.
+// atomicLoad locks the keys and reads their live rows, collections whole:
+// one round trip.
 func (s *KV) atomicLoad(ctx context.Context, tx pgx.Tx, run *atomicRun) ([]backends.Expiring, error) {
-	b := &pgx.Batch{}
-	b.Queue(lockKeysSQL, run.locks)
-	b.Queue(s.sql.atomicLoad, run.params)
-	br := tx.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
+	if _, err := tx.Exec(ctx, lockKeysSQL, run.locks); err != nil {
 		return nil, err
 	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
-	found := make(map[string]backends.Expiring, len(run.keys))
-	var k string
-	var v []byte
-	var us int64
-	if _, err := pgx.ForEachRow(rows, []any{&k, &v, &us}, func() error {
-		e := backends.Expiring{Val: value(v), TTL: backends.TTLPersistent}
-		if us >= 0 {
-			e.TTL = time.Duration(us) * time.Microsecond
-		}
-		found[k] = e
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	state := make([]backends.Expiring, len(run.keys))
-	for i, k := range run.keys {
-		state[i] = found[k] // the zero Expiring, a nil Val, when absent
-	}
-	return state, br.Close()
+	return s.load(ctx, tx, s.coll.loadLocked, run.params, run.keys)
 }
 
 // atomicWrite writes what fn changed: one round trip. stored is false when
 // a key absent at the read has a live row now.
 func (s *KV) atomicWrite(ctx context.Context, tx pgx.Tx, writes []snapshot.Write) (stored bool, err error) {
 	b := &pgx.Batch{}
+	var creates []int // results that say whether a new row went in
 	for _, w := range writes {
 		k, err := s.key.param(w.Key)
 		if err != nil {
@@ -172,19 +147,29 @@ func (s *KV) atomicWrite(ctx context.Context, tx pgx.Tx, writes []snapshot.Write
 			ttl = w.TTL
 		}
 		switch {
+		case w.Coll != nil:
+			at, err := s.queueCollWrite(b, k, w)
+			if err != nil {
+				return false, err
+			}
+			if at >= 0 {
+				creates = append(creates, at)
+			}
 		case w.Val == nil:
-			b.Queue(s.sql.getDel, k)
+			b.Queue(s.coll.delRow, k)
 		case w.Existed:
 			b.Queue(s.sql.set, k, w.Val, ttl, nil, false)
 		default:
+			creates = append(creates, b.Len())
 			b.Queue(s.sql.setNX, k, w.Val, ttl, nil)
 		}
 	}
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	stored = true
-	for _, w := range writes {
-		if w.Val != nil && !w.Existed {
+	for i := range b.Len() {
+		if len(creates) > 0 && creates[0] == i {
+			creates = creates[1:]
 			var ok bool
 			switch err := br.QueryRow().Scan(&ok); {
 			case errors.Is(err, pgx.ErrNoRows):
@@ -204,16 +189,5 @@ func (s *KV) atomicWrite(ctx context.Context, tx pgx.Tx, writes []snapshot.Write
 // $1 advisory lock keys, sorted: taken in that order (unnest returns an
 // array's elements in order), held until the transaction ends.
 const lockKeysSQL = `SELECT pg_advisory_xact_lock(h) FROM unnest($1::int8[]) AS u(h)`
-
-// $1 keys. The live rows of an atomic run, locked in key order, with their
-// remaining microseconds (-1 for none) from now(), the transaction's start.
-const atomicLoadSQL = `
-SELECT key::text, value,
-       CASE WHEN expires_at = 'infinity' THEN -1
-            ELSE floor(extract(epoch FROM expires_at - now()) * 1000000)::int8 END
-FROM {t}
-WHERE key = ANY($1::{k}[]) AND expires_at > now()
-ORDER BY key
-FOR UPDATE`
 
 var _ backends.Atomic = (*KV)(nil)

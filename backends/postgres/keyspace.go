@@ -32,7 +32,7 @@ type keyspaceSQL struct {
 
 func (s *KV) ks() *keyspace {
 	s.keyspace.once.Do(func() {
-		r := strings.NewReplacer("{t}", s.table.ident(), "{k}", s.key.sqlType)
+		r := strings.NewReplacer("{t}", s.table.ident(), "{i}", itemsTable(s.table).ident(), "{k}", s.key.sqlType)
 		s.keyspace.sql = keyspaceSQL{
 			scanFirst:  r.Replace(scanFirstSQL),
 			scanAfter:  r.Replace(scanAfterSQL),
@@ -129,8 +129,8 @@ func (s *KV) Scan(ctx context.Context, cur uint64, match string, count int) (uin
 }
 
 // TRUNCATE: the fence trigger for TRUNCATE (see coherence) tells every L1
-// the whole table changed.
-const flushSQL = `TRUNCATE {t}`
+// the whole table changed. The items go with the keys.
+const flushSQL = `TRUNCATE {t}, {i}`
 
 // Flush empties the table.
 func (s *KV) Flush(ctx context.Context) error {
@@ -141,33 +141,31 @@ func (s *KV) Flush(ctx context.Context) error {
 	})
 }
 
-// $1 src, $2 dst, $3 replace, $4 move. One statement: src's live row is
-// locked, its value and deadline written to dst (an upsert that, without
-// replace, takes over only an expired row: ON CONFLICT's WHERE sees the
-// latest committed version of a dst written concurrently), and with move
-// src is deleted once dst is written. Two RENAMEs crossing each other lock
-// the two rows in opposite orders; PostgreSQL breaks the deadlock by
-// rolling one back, and do runs it again.
+// $1 src, $2 dst, $3 replace. src's live row is locked and its value,
+// deadline and kind written to dst (an upsert that, without replace, takes
+// over only an expired row: ON CONFLICT's WHERE sees the latest committed
+// version of a dst written concurrently); the third column is src's kind.
+// A collection's items follow (copyItemsSQL) in the same transaction, and
+// a RENAME deletes src last, its items with it. Two RENAMEs crossing each
+// other lock the two rows in opposite orders; PostgreSQL breaks the
+// deadlock by rolling one back, and do runs it again.
 const copySQL = `
 WITH src AS (
-    SELECT value, expires_at FROM {t}
+    SELECT value, expires_at, kind FROM {t}
     WHERE key = $1::{k} AND expires_at > now()
     FOR UPDATE
 ), put AS (
-    INSERT INTO {t} AS t (key, value, expires_at)
-    SELECT $2::{k}, value, expires_at FROM src
+    INSERT INTO {t} AS t (key, value, expires_at, kind)
+    SELECT $2::{k}, value, expires_at, kind FROM src
     ON CONFLICT (key) DO UPDATE
-    SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at
+    SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at, kind = EXCLUDED.kind
     WHERE $3::bool OR t.expires_at <= now()
     RETURNING true
-), del AS (
-    DELETE FROM {t}
-    WHERE key = $1::{k} AND $4::bool AND EXISTS (SELECT FROM put)
-    RETURNING true
 )
-SELECT EXISTS (SELECT FROM src), EXISTS (SELECT FROM put)`
+SELECT EXISTS (SELECT FROM src), EXISTS (SELECT FROM put), coalesce((SELECT kind FROM src), 's')`
 
-// Copy copies src's row, value and deadline, to dst in one statement.
+// Copy copies src's row, value, deadline and a collection's items, to dst,
+// in one transaction.
 func (s *KV) Copy(ctx context.Context, src, dst string, o backends.CopyOptions) (backends.CopyResult, error) {
 	ks, err := s.key.param(src)
 	if err != nil {
@@ -180,7 +178,21 @@ func (s *KV) Copy(ctx context.Context, src, dst string, o backends.CopyOptions) 
 	sql := s.ks().sql.copy
 	var found, put bool
 	err = s.do(ctx, "copy", func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, sql, ks, kd, o.Replace, o.Move).Scan(&found, &put)
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var kind byte
+			if err := tx.QueryRow(ctx, sql, ks, kd, o.Replace).Scan(&found, &put, &kind); err != nil || !put {
+				return err
+			}
+			b := &pgx.Batch{}
+			if kind != kindString {
+				b.Queue(s.coll.delAll, kd) // what dst held, if the same type (another's went with its kind)
+				b.Queue(s.coll.copyIn, ks, kd)
+			}
+			if o.Move {
+				b.Queue(s.coll.delRow, ks)
+			}
+			return tx.SendBatch(ctx, b).Close()
+		})
 	})
 	switch {
 	case err != nil:

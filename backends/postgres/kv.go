@@ -28,6 +28,7 @@ type KV struct {
 	key        keyType
 	durability string
 	sql        kvSQL
+	coll       collSQL
 	sweeper    *sweeper // nil when sweep_interval is negative
 	sweepStats sweepStats
 
@@ -77,7 +78,8 @@ func (d *Driver) openKV(spec backends.RouteSpec) (*KV, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &KV{key: k, durability: durability, sql: kvStatements(t.ident(), k)}
+	s := &KV{key: k, durability: durability, sql: kvStatements(t.ident(), k),
+		coll: collStatements(t.ident(), itemsTable(t).ident(), k)}
 	s.init(d, pool, spec.Name, t, func(ctx context.Context) error {
 		return ensureKVTable(ctx, pool, t, k, durability)
 	})

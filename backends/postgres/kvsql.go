@@ -21,7 +21,7 @@ type kvSQL struct {
 	upsert, del, exists          string
 	getDel, getEx, incr, incrWhy string
 	expire, persist, ttl, sweep  string
-	lock, atomicLoad             string
+	lock                         string
 }
 
 // kvStatements fills the statement templates: {t} is the quoted table and
@@ -47,8 +47,6 @@ func kvStatements(table string, k keyType) kvSQL {
 		ttl:     r.Replace(ttlSQL),
 		sweep:   r.Replace(sweepSQL),
 		lock:    r.Replace(lockSQL),
-		// atomic.go
-		atomicLoad: r.Replace(atomicLoadSQL),
 	}
 }
 

@@ -1,0 +1,212 @@
+package postgres
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
+	"github.com/pgcache/pgcache/backends/snapshot"
+)
+
+// Do runs op on its keys. The commands that have statements of their own
+// (collnative.go) run as those; every other one runs on the keys' values
+// read whole: a read from one snapshot of the table, a write as an atomic
+// run (atomic.go), which locks the keys and writes back what Run changed.
+func (s *KV) Do(ctx context.Context, keys []string, op backends.Op) error {
+	if done, err := s.native(ctx, keys, op); done {
+		return err
+	}
+	if op.Writes() == backends.ReadOnly {
+		return s.readRun(ctx, keys, op)
+	}
+	return s.Atomically(ctx, keys, func(tx backends.Backend) error {
+		return tx.(interface {
+			Do(context.Context, []string, backends.Op) error
+		}).Do(ctx, keys, op)
+	})
+}
+
+// native runs the Ops that have statements of their own; done is false
+// for the others.
+func (s *KV) native(context.Context, []string, backends.Op) (done bool, err error) {
+	return false, nil
+}
+
+// readRun runs a read-only op on its keys as one statement reads them.
+func (s *KV) readRun(ctx context.Context, keys []string, op backends.Op) error {
+	keys = snapshot.Unique(keys)
+	params := make([]any, len(keys))
+	for i, k := range keys {
+		p, err := s.key.param(k)
+		if err != nil {
+			return opError(ctx, s.where, op.Name(), err)
+		}
+		params[i] = p
+	}
+	arr := s.key.array(params)
+	var state []backends.Expiring
+	start := time.Now()
+	err := s.do(ctx, op.Name(), func(ctx context.Context) error {
+		var err error
+		state, err = s.load(ctx, s.pool, s.coll.load, arr, keys)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = snapshot.Run(keys, state, start, func(tx backends.Backend) error {
+		return tx.(interface {
+			Do(context.Context, []string, backends.Op) error
+		}).Do(ctx, keys, op)
+	})
+	return err
+}
+
+// load reads the live rows of keys (as Unique returns them) with sql
+// (loadSQL, locked or not), collections whole: one Expiring per key.
+func (s *KV) load(ctx context.Context, q querier, sql string, params any, keys []string) ([]backends.Expiring, error) {
+	rows, err := q.Query(ctx, sql, params)
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[string]backends.Expiring, len(keys))
+	var (
+		k         string
+		kind      byte
+		val       []byte
+		us        int64
+		member    []byte
+		score     *float64
+		itemValue []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&k, &kind, &val, &us, &member, &score, &itemValue}, func() error {
+		e, seen := found[k]
+		if !seen {
+			e = backends.Expiring{TTL: backends.TTLPersistent}
+			if us >= 0 {
+				e.TTL = time.Duration(us) * time.Microsecond
+			}
+			if kind == kindString {
+				e.Val = value(val)
+			} else {
+				e.Type = typeOf(kind)
+				e.Coll = coll.New(e.Type)
+			}
+		}
+		if e.Coll != nil && member != nil {
+			m := coll.Member{Member: member, Value: itemValue}
+			if score != nil {
+				m.Score = *score
+			}
+			coll.Add(e.Coll, m)
+		}
+		found[k] = e
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	state := make([]backends.Expiring, len(keys))
+	for i, k := range keys {
+		e := found[k]
+		if e.Coll != nil && e.Coll.Len() == 0 { // a row without items: no collection
+			e = backends.Expiring{}
+		}
+		state[i] = e
+	}
+	return state, nil
+}
+
+// queueCollWrite queues the statements that make w's key hold w.Coll, in a
+// transaction that read (and locked) the key at the load. createAt is the
+// index of the batch's result that says whether a new row was created
+// (createRowSQL), -1 when none is queued.
+func (s *KV) queueCollWrite(b *pgx.Batch, k any, w snapshot.Write) (createAt int, err error) {
+	createAt = -1
+	kind := kindOf(w.Coll.Type())
+	us := int64(-1)
+	if w.TTL != backends.TTLPersistent {
+		us = w.TTL.Microseconds()
+	}
+	switch {
+	case !w.Existed:
+		createAt = b.Len()
+		b.Queue(s.coll.createRow, k, kind, us)
+	default:
+		b.Queue(s.coll.updateRow, k, kind, us, w.TTLKept)
+	}
+	if w.TTLOnly {
+		return createAt, nil
+	}
+	if w.Journal == nil || w.Journal.All {
+		if w.Existed {
+			b.Queue(s.coll.delAll, k)
+		}
+		members, scores, values := rowsOf(w.Coll)
+		b.Queue(s.coll.putItems, k, members, scores, values)
+		return createAt, nil
+	}
+	var gone [][]byte
+	var members [][]byte
+	var scores []*float64
+	var values [][]byte
+	for m := range w.Journal.Members {
+		it, ok := coll.Lookup(w.Coll, m)
+		if !ok {
+			gone = append(gone, []byte(m))
+			continue
+		}
+		members = append(members, it.Member)
+		scores = append(scores, scoreOf(w.Coll, it))
+		values = append(values, it.Value)
+	}
+	if len(gone) > 0 {
+		b.Queue(s.coll.delItems, k, gone)
+	}
+	if len(members) > 0 {
+		b.Queue(s.coll.putItems, k, members, scores, values)
+	}
+	return createAt, nil
+}
+
+// rowsOf is a collection's items as putItemsSQL's arrays; a list's
+// members are its positions from 0.
+func rowsOf(v backends.Value) (members [][]byte, scores []*float64, values [][]byte) {
+	n := v.Len()
+	members, scores, values = make([][]byte, 0, n), make([]*float64, 0, n), make([][]byte, 0, n)
+	pos := int64(0)
+	coll.Each(v, func(m coll.Member) bool {
+		if v.Type() == backends.TypeList {
+			m.Member = listPosition(pos)
+			pos++
+		}
+		members = append(members, m.Member)
+		scores = append(scores, scoreOf(v, m))
+		values = append(values, m.Value)
+		return true
+	})
+	return members, scores, values
+}
+
+// scoreOf is a member's score column: a sorted set's score, NULL for the
+// other types.
+func scoreOf(v backends.Value, m coll.Member) *float64 {
+	if v.Type() != backends.TypeZSet {
+		return nil
+	}
+	return &m.Score
+}
+
+// listPosition is a list element's member: its position, big-endian, with
+// the sign bit flipped so that bytea order is position order.
+func listPosition(pos int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(pos)^(1<<63))
+}
+
+// errNotNative says an Op has no statement of its own here.
+var errNotNative = errors.New("no native statement")

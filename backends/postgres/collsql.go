@@ -1,0 +1,86 @@
+package postgres
+
+import "strings"
+
+// collSQL are the statements of a kv table's collections (collschema.go):
+// {t} is the kv table, {i} its items table, {k} the key's SQL type.
+type collSQL struct {
+	load, loadLocked                   string
+	createRow, updateRow, delRow       string
+	putItems, delItems, delAll, copyIn string
+}
+
+func collStatements(t, items string, k keyType) collSQL {
+	r := strings.NewReplacer("{t}", t, "{i}", items, "{k}", k.sqlType)
+	return collSQL{
+		load:       r.Replace(loadSQL),
+		loadLocked: r.Replace(loadSQL + ` FOR UPDATE OF h`),
+		createRow:  r.Replace(createRowSQL),
+		updateRow:  r.Replace(updateRowSQL),
+		delRow:     r.Replace(delRowSQL),
+		putItems:   r.Replace(putItemsSQL),
+		delItems:   r.Replace(delItemsSQL),
+		delAll:     r.Replace(delAllItemsSQL),
+		copyIn:     r.Replace(copyItemsSQL),
+	}
+}
+
+// $1 keys. The live rows of keys, with their remaining microseconds (-1
+// for none) from now(), and a collection's items, one row each, in key
+// and member order; a string's row comes once, with NULL items. One
+// statement, so one snapshot: the items are the rows'. (A list's members
+// are positions, so member order is the list's.)
+const loadSQL = `
+SELECT h.key::text, h.kind, h.value,
+       CASE WHEN h.expires_at = 'infinity' THEN -1
+            ELSE floor(extract(epoch FROM h.expires_at - now()) * 1000000)::int8 END,
+       i.member, i.score, i.value
+FROM {t} AS h
+LEFT JOIN {i} AS i ON i.key = h.key AND h.kind <> 's'
+WHERE h.key = ANY($1::{k}[]) AND h.expires_at > now()
+ORDER BY h.key, i.member`
+
+// $1 key, $2 kind, $3 lifetime in microseconds (-1: none). A collection's
+// row for a key that had none at the load: inserted, or taking over an
+// expired row (whose items the purge trigger removes); no row back when a
+// live one is there now (the run starts over).
+const createRowSQL = `
+INSERT INTO {t} AS t (key, value, expires_at, kind)
+VALUES ($1::{k}, '', CASE WHEN $3::int8 < 0 THEN 'infinity' ELSE now() + $3::int8 * interval '1 microsecond' END, $2::"char")
+ON CONFLICT (key) DO UPDATE
+SET value = '', expires_at = EXCLUDED.expires_at, kind = EXCLUDED.kind
+WHERE t.expires_at <= now()
+RETURNING true`
+
+// $1 key, $2 kind, $3 lifetime in microseconds (-1: none), $4 keep the
+// deadline. A row read at the load (locked since) becomes a collection's;
+// a change of kind purges its items (the trigger).
+const updateRowSQL = `
+UPDATE {t}
+SET value = '', kind = $2::"char",
+    expires_at = CASE WHEN $4::bool THEN expires_at
+                      WHEN $3::int8 < 0 THEN 'infinity'
+                      ELSE now() + $3::int8 * interval '1 microsecond' END
+WHERE key = $1::{k}`
+
+// $1 key. A row read at the load, deleted (a collection's items with it).
+const delRowSQL = `DELETE FROM {t} WHERE key = $1::{k}`
+
+// $1 key, $2 members, $3 scores, $4 values. Items written: inserted, or
+// replacing those of the same member.
+const putItemsSQL = `
+INSERT INTO {i} AS i (key, member, score, value)
+SELECT $1::{k}, m, s, v FROM unnest($2::bytea[], $3::float8[], $4::bytea[]) AS u(m, s, v)
+ON CONFLICT (key, member) DO UPDATE
+SET score = EXCLUDED.score, value = EXCLUDED.value`
+
+// $1 key, $2 members.
+const delItemsSQL = `DELETE FROM {i} WHERE key = $1::{k} AND member = ANY($2::bytea[])`
+
+// $1 key.
+const delAllItemsSQL = `DELETE FROM {i} WHERE key = $1::{k}`
+
+// $1 source, $2 destination: COPY and RENAME of a collection.
+const copyItemsSQL = `
+INSERT INTO {i} (key, member, score, value)
+SELECT $2::{k}, member, score, value FROM {i} WHERE key = $1::{k}`
