@@ -1,6 +1,7 @@
 package coll
 
 import (
+	"errors"
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
@@ -16,6 +17,17 @@ import (
 //
 // BLMOVE and BRPOPLPUSH wait for their source (keys[0]) only; a change of
 // the destination wakes them to no effect.
+//
+// Redis serves a woken client only from a key that holds a list: a key
+// that came to hold a string while it waited is passed over, not an
+// error. The waiter says so by calling Wake before each Run after the
+// first (the Waker interface); a first Run (and a retry of it) still fails
+// with WRONGTYPE, as Redis does before it blocks.
+
+// Waker is a Blocker that runs differently once woken.
+type Waker interface {
+	Wake()
+}
 
 // BPop is BLPOP and BRPOP key [key ...] timeout.
 type BPop struct {
@@ -25,6 +37,7 @@ type BPop struct {
 	Found   bool   // result: one of the keys held a list
 	Key     []byte // result: that key (a copy)
 	Elem    []byte // result: the element popped
+	woken   bool
 }
 
 func parseBPop(args [][]byte, end End) (Command, error) {
@@ -53,6 +66,7 @@ func (*BPop) Writes() backends.Writes   { return backends.WritesAll }
 func (op *BPop) Ready() bool            { return op.Found }
 func (op *BPop) Timeout() time.Duration { return op.timeout }
 func (*BPop) TimedOut(w Writer)         { w.NullArray() }
+func (op *BPop) Wake()                  { op.woken = true }
 
 // Run pops from the first key that holds a list; a key of another type
 // before it fails the command.
@@ -60,6 +74,9 @@ func (op *BPop) Run(v backends.View) error {
 	op.Found, op.Key, op.Elem = false, nil, nil
 	for i := range op.KeyAt {
 		l, err := listOf(v, i)
+		if op.woken && errors.Is(err, backends.ErrWrongType) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -123,6 +140,7 @@ func (op *BLMove) Name() string {
 func (op *BLMove) Ready() bool            { return op.Found }
 func (op *BLMove) Timeout() time.Duration { return op.timeout }
 func (*BLMove) TimedOut(w Writer)         { w.NullArray() }
+func (op *BLMove) Wake()                  { op.woken = true }
 
 // BLMPop is BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]:
 // LMPOP that waits for one of its keys.
@@ -149,9 +167,13 @@ func (*BLMPop) Name() string              { return "blmpop" }
 func (op *BLMPop) Ready() bool            { return op.Found }
 func (op *BLMPop) Timeout() time.Duration { return op.timeout }
 func (*BLMPop) TimedOut(w Writer)         { w.NullArray() }
+func (op *BLMPop) Wake()                  { op.woken = true }
 
 var (
 	_ Blocker = (*BPop)(nil)
 	_ Blocker = (*BLMove)(nil)
 	_ Blocker = (*BLMPop)(nil)
+	_ Waker   = (*BPop)(nil)
+	_ Waker   = (*BLMove)(nil)
+	_ Waker   = (*BLMPop)(nil)
 )

@@ -4,9 +4,11 @@ import "github.com/pgcache/pgcache/backends"
 
 // List commands. Each is an Op: Parse… reads the request, Run does it on
 // the list, Reply answers as Redis 7.0 does. The fields a store needs to
-// run the common ones itself (PostgreSQL: PUSH, POP, LLEN, LRANGE) are
+// run the common ones itself (PostgreSQL: LPUSH, RPUSH and their X forms,
+// LPOP and RPOP, LLEN, LRANGE) are
 // exported, results included: a store that runs the command natively
-// fills the results, and Reply writes them.
+// fills the results, and Reply writes them. The others keep theirs
+// unexported: a store runs them with Run.
 
 var (
 	errNoSuchKey  = backends.Refusal("ERR no such key")
@@ -244,16 +246,16 @@ func (op *LRange) Reply(w Writer) { bulks(w, op.Elems) }
 // LIndex is LINDEX key index.
 type LIndex struct {
 	backends.Passed
-	Index int64
+	index int64
 	bad   error // the index's parse error: Redis reports it after the key's
-	Elem  []byte
-	Found bool // result
+	elem  []byte
+	found bool
 }
 
 // ParseLIndex reads LINDEX key index.
 func ParseLIndex(args [][]byte) (Command, error) {
 	op := &LIndex{}
-	op.Index, op.bad = longArg(args[2])
+	op.index, op.bad = longArg(args[2])
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -262,7 +264,7 @@ func (*LIndex) Name() string            { return "lindex" }
 func (*LIndex) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *LIndex) Run(v backends.View) error {
-	op.Elem, op.Found = nil, false
+	op.elem, op.found = nil, false
 	l, err := listOf(v, 0)
 	if l == nil || err != nil {
 		return err
@@ -270,16 +272,16 @@ func (op *LIndex) Run(v backends.View) error {
 	if op.bad != nil {
 		return op.bad
 	}
-	op.Elem, op.Found = l.Index(op.Index)
+	op.elem, op.found = l.Index(op.index)
 	return nil
 }
 
 func (op *LIndex) Reply(w Writer) {
-	if !op.Found {
+	if !op.found {
 		w.Null()
 		return
 	}
-	w.Bulk(op.Elem)
+	w.Bulk(op.elem)
 }
 
 // LSet is LSET key index element.

@@ -1,6 +1,10 @@
 package coll
 
-import "github.com/pgcache/pgcache/backends"
+import (
+	"errors"
+
+	"github.com/pgcache/pgcache/backends"
+)
 
 // List commands over several keys: LMOVE and RPOPLPUSH (a source and a
 // destination), LMPOP (the first of its keys that holds a list).
@@ -17,6 +21,7 @@ type LMove struct {
 	Elem      []byte // result: the element moved
 	Found     bool   // result: the source held a list
 	rpoplpush bool
+	woken     bool // BLMOVE woken: a source of another type is waited on
 }
 
 // ParseLMove reads LMOVE source destination LEFT|RIGHT LEFT|RIGHT.
@@ -63,6 +68,9 @@ func (*LMove) Writes() backends.Writes { return backends.WritesAll }
 func (op *LMove) Run(v backends.View) error {
 	op.Elem, op.Found = nil, false
 	src, err := listOf(v, 0)
+	if op.woken && errors.Is(err, backends.ErrWrongType) {
+		return nil
+	}
 	if src == nil || err != nil {
 		return err
 	}
@@ -97,6 +105,7 @@ type LMPop struct {
 	Found bool     // result: one of the keys held a list
 	Key   []byte   // result: that key (a copy)
 	Elems [][]byte // result: what was popped, in the order popped
+	woken bool     // BLMPOP woken: keys of another type are passed over
 }
 
 var (
@@ -163,6 +172,9 @@ func (op *LMPop) Run(v backends.View) error {
 	op.Found, op.Key, op.Elems = false, nil, op.Elems[:0]
 	for i := range op.KeyAt {
 		l, err := listOf(v, i)
+		if op.woken && errors.Is(err, backends.ErrWrongType) {
+			continue
+		}
 		if err != nil {
 			return err
 		}

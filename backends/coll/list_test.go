@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pgcache/pgcache/backends"
 )
 
 // listArity is each list command's arity as Redis's command table has it
@@ -666,4 +669,133 @@ func TestListHostile(t *testing.T) {
 	if got := run("RPOP l 9223372036854775807").(*Pop).Elems; len(got) != 666 || l.Len() != 0 || l.ring != nil {
 		t.Errorf("RPOP huge count: %d popped, %d left, ring %d", len(got), l.Len(), len(l.ring))
 	}
+}
+
+// TestListWoken: a client blocks on redis-server, another changes the keys
+// and pushes, and the blocked client's answer must be what the Op answers
+// when run again after Wake on the same keys.
+func TestListWoken(t *testing.T) {
+	for _, tc := range []struct {
+		block string
+		while []string
+	}{
+		{"BLPOP a b 5", []string{"SET a x", "RPUSH b y"}},
+		{"BRPOP a b 5", []string{"HSET a f v", "RPUSH b 1 2"}},
+		{"BLMOVE src dst LEFT RIGHT 5", []string{"SET dst x", "RPUSH src y"}},
+		{"BRPOPLPUSH src dst 5", []string{"RPUSH src a b"}},
+		{"BLMOVE src src RIGHT LEFT 5", []string{"RPUSH src a b"}},
+		{"BLMPOP 5 2 a b LEFT COUNT 3", []string{"SET a x", "RPUSH b 1 2 3 4"}},
+		{"BLMPOP 5 2 a b RIGHT", []string{"RPUSH b 1 2 3 4"}},
+	} {
+		for _, proto := range []int{2, 3} {
+			blocked, other := dialRedis(t, proto), dialRedis(t, proto)
+			d := newDB()
+			args := split(tc.block)
+			op, err := parsers[strings.ToLower(string(args[0]))](args)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.block, err)
+			}
+			b := op.(Blocker)
+			if err := d.run(b, args); err != nil || b.Ready() {
+				t.Fatalf("%s: first run: ready %v, %v", tc.block, b.Ready(), err)
+			}
+			send(t, blocked, args)
+			// The blocked client must be waiting before the others run.
+			for range 100 {
+				if bytes.Contains(other.do(t, split("INFO clients")), []byte("blocked_clients:1")) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			for _, line := range tc.while {
+				other.do(t, split(line))
+				d.do(proto, split(line))
+			}
+			var want bytes.Buffer
+			if err := readReply(blocked.br, &want); err != nil {
+				t.Fatal(err)
+			}
+			b.(Waker).Wake()
+			var got []byte
+			if err := d.run(b, args); err != nil {
+				got = errorReply(err)
+			} else {
+				w := &respWriter{proto: proto}
+				b.Reply(w)
+				got = w.buf.Bytes()
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("RESP%d %s after %q:\n got %q\nwant %q", proto, tc.block, tc.while, got, want.Bytes())
+			}
+			for _, k := range []string{"a", "b", "src", "dst"} {
+				line := "LRANGE " + k + " 0 -1"
+				if d.strs[k] != nil || d.vals[k] != nil && d.vals[k].Type() != backends.TypeList {
+					line = "TYPE " + k
+					if got, want := d.typeOf(k), other.do(t, split(line)); !bytes.Equal(got, want) {
+						t.Fatalf("%s: TYPE %s: got %q want %q", tc.block, k, got, want)
+					}
+					continue
+				}
+				if got, want := d.do(proto, split(line)), other.do(t, split(line)); !bytes.Equal(got, want) {
+					t.Fatalf("%s: %s: got %q want %q", tc.block, line, got, want)
+				}
+			}
+		}
+	}
+}
+
+// send writes a request to redis-server without reading the reply.
+func send(t *testing.T, rc *redisConn, args [][]byte) {
+	t.Helper()
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := rc.c.Write(b.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run runs op on d's values as db.do does, and keeps what it leaves.
+func (d *db) run(op Command, args [][]byte) error {
+	req := op.Request()
+	keys := make([]string, len(req.KeyAt))
+	for i, at := range req.KeyAt {
+		keys[i] = string(args[at])
+	}
+	s := NewSlots(keys, &DefaultLimits)
+	for i, k := range keys {
+		_, str := d.strs[k]
+		s.Load(s.Slot(i), d.vals[k], str)
+	}
+	if err := op.Run(s); err != nil {
+		return err
+	}
+	for i, k := range keys {
+		v, replaced := s.Value(s.Slot(i))
+		switch {
+		case v == nil && (replaced || d.vals[k] != nil):
+			delete(d.vals, k)
+			if replaced {
+				delete(d.strs, k)
+			}
+		case v != nil:
+			delete(d.strs, k)
+			d.vals[k] = v
+		}
+	}
+	return nil
+}
+
+// typeOf is TYPE's reply for a key of d.
+func (d *db) typeOf(k string) []byte {
+	t := backends.TypeNone
+	if _, ok := d.strs[k]; ok {
+		t = backends.TypeString
+	} else if v := d.vals[k]; v != nil {
+		t = v.Type()
+	}
+	return []byte("+" + t.String() + "\r\n")
 }
