@@ -799,3 +799,19 @@ func (d *db) typeOf(k string) []byte {
 	}
 	return []byte("+" + t.String() + "\r\n")
 }
+
+// TestListEncoding: Redis 7.0 reports every list as a quicklist, small or
+// large, and so does List.
+func TestListEncoding(t *testing.T) {
+	rc := dialRedis(t, 2)
+	big := strings.Repeat("x", 10000)
+	for _, line := range []string{"RPUSH small a", "RPUSH large " + big + " " + big} {
+		rc.do(t, split(line))
+		key := split(line)[1]
+		want := rc.do(t, [][]byte{[]byte("OBJECT"), []byte("ENCODING"), key})
+		l := NewList()
+		if got := fmt.Sprintf("$%d\r\n%s\r\n", len(l.Encoding(&DefaultLimits)), l.Encoding(&DefaultLimits)); got != string(want) {
+			t.Errorf("%s: encoding %q, want %q", key, got, want)
+		}
+	}
+}
