@@ -104,9 +104,10 @@ func (op *Push) Reply(w Writer) { w.Int(op.Len) }
 type Pop struct {
 	backends.Passed
 	End   End
-	Count int64    // how many; -1 when not given (a bulk reply, not an array)
-	Found bool     // result: the key held a list
-	Elems [][]byte // result: what was popped, in the order popped
+	Count int64     // how many; -1 when not given (a bulk reply, not an array)
+	Found bool      // result: the key held a list
+	Elems [][]byte  // result: what was popped, in the order popped
+	one   [1][]byte // Elems' room for one element, without an allocation
 }
 
 func parsePop(args [][]byte, end End) (Command, error) {
@@ -114,6 +115,7 @@ func parsePop(args [][]byte, end End) (Command, error) {
 		return nil, arityError(args[0])
 	}
 	op := &Pop{End: end, Count: -1}
+	op.Elems = op.one[:0]
 	if len(args) == 3 {
 		n, err := rangeArg(args[2], 0, maxLong, errNotPositive)
 		if err != nil {
