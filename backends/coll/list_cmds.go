@@ -1,0 +1,456 @@
+package coll
+
+import "github.com/pgcache/pgcache/backends"
+
+// List commands. Each is an Op: Parse… reads the request, Run does it on
+// the list, Reply answers as Redis 7.0 does. The fields a store needs to
+// run the common ones itself (PostgreSQL: LPUSH, RPUSH and their X forms,
+// LPOP and RPOP, LLEN, LRANGE) are
+// exported, results included: a store that runs the command natively
+// fills the results, and Reply writes them. The others keep theirs
+// unexported: a store runs them with Run.
+
+var (
+	errNoSuchKey  = backends.Refusal("ERR no such key")
+	errIndexRange = backends.Refusal("ERR index out of range")
+)
+
+// listOf returns keys[i]'s list, nil when the key does not exist.
+func listOf(v backends.View, i int) (*List, error) {
+	val, err := v.Get(i, backends.TypeList)
+	if val == nil || err != nil {
+		return nil, err
+	}
+	return val.(*List), nil
+}
+
+// span turns LRANGE/LTRIM's start and stop (negative from the tail) into
+// indexes 0 <= from <= to < n, or ok false for an empty range.
+func span(start, stop int64, n int) (from, to int, ok bool) {
+	ln := int64(n)
+	if start < 0 {
+		start += ln
+	}
+	if stop < 0 {
+		stop += ln
+	}
+	start = max(start, 0)
+	if start > stop || start >= ln {
+		return 0, 0, false
+	}
+	return int(start), int(min(stop, ln-1)), true
+}
+
+// Push is LPUSH, RPUSH, LPUSHX and RPUSHX key element [element ...].
+type Push struct {
+	backends.Passed
+	End   End      // where the elements go, each in turn
+	X     bool     // LPUSHX/RPUSHX: only onto a list that exists
+	Elems [][]byte // borrowed from the request; Run keeps copies
+	Len   int64    // result: the list's length after (0: X and no list)
+}
+
+func parsePush(args [][]byte, end End, x bool) (Command, error) {
+	op := &Push{End: end, X: x, Elems: args[2:]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+// ParseLPush reads LPUSH key element [element ...].
+func ParseLPush(args [][]byte) (Command, error) { return parsePush(args, Left, false) }
+
+// ParseRPush reads RPUSH key element [element ...].
+func ParseRPush(args [][]byte) (Command, error) { return parsePush(args, Right, false) }
+
+// ParseLPushX reads LPUSHX key element [element ...].
+func ParseLPushX(args [][]byte) (Command, error) { return parsePush(args, Left, true) }
+
+// ParseRPushX reads RPUSHX key element [element ...].
+func ParseRPushX(args [][]byte) (Command, error) { return parsePush(args, Right, true) }
+
+func (op *Push) Name() string {
+	switch {
+	case op.End == Left && op.X:
+		return "lpushx"
+	case op.X:
+		return "rpushx"
+	case op.End == Left:
+		return "lpush"
+	}
+	return "rpush"
+}
+func (*Push) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *Push) Run(v backends.View) error {
+	op.Len = 0
+	l, err := listOf(v, 0)
+	if err != nil || (l == nil && op.X) {
+		return err
+	}
+	if l == nil {
+		l = NewList()
+		v.Put(0, l)
+	}
+	for _, e := range op.Elems {
+		l.Push(op.End, clone(e))
+	}
+	op.Len = int64(l.Len())
+	return nil
+}
+
+func (op *Push) Reply(w Writer) { w.Int(op.Len) }
+
+// Pop is LPOP and RPOP key [count].
+type Pop struct {
+	backends.Passed
+	End   End
+	Count int64     // how many; -1 when not given (a bulk reply, not an array)
+	Found bool      // result: the key held a list
+	Elems [][]byte  // result: what was popped, in the order popped
+	one   [1][]byte // Elems' room for one element, without an allocation
+}
+
+func parsePop(args [][]byte, end End) (Command, error) {
+	if len(args) > 3 {
+		return nil, arityError(args[0])
+	}
+	op := &Pop{End: end, Count: -1}
+	op.Elems = op.one[:0]
+	if len(args) == 3 {
+		n, err := rangeArg(args[2], 0, maxLong, errNotPositive)
+		if err != nil {
+			return nil, err
+		}
+		op.Count = n
+	}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+// maxLong is C's LONG_MAX on the 64-bit machines Redis runs on.
+const maxLong = 1<<63 - 1
+
+// ParseLPop reads LPOP key [count].
+func ParseLPop(args [][]byte) (Command, error) { return parsePop(args, Left) }
+
+// ParseRPop reads RPOP key [count].
+func ParseRPop(args [][]byte) (Command, error) { return parsePop(args, Right) }
+
+func (op *Pop) Name() string {
+	if op.End == Left {
+		return "lpop"
+	}
+	return "rpop"
+}
+func (*Pop) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *Pop) Run(v backends.View) error {
+	op.Found, op.Elems = false, op.Elems[:0]
+	l, err := listOf(v, 0)
+	if l == nil || err != nil {
+		return err
+	}
+	op.Found = true
+	if op.Count < 0 {
+		op.Elems = append(op.Elems, l.Pop(op.End))
+		return nil
+	}
+	op.Elems = l.PopN(op.Elems, op.End, op.Count)
+	return nil
+}
+
+func (op *Pop) Reply(w Writer) {
+	switch {
+	case !op.Found && op.Count < 0:
+		w.Null()
+	case !op.Found:
+		w.NullArray()
+	case op.Count < 0:
+		w.Bulk(op.Elems[0])
+	default:
+		bulks(w, op.Elems)
+	}
+}
+
+// bulks writes elems as an array of bulk strings.
+func bulks(w Writer, elems [][]byte) {
+	w.Array(len(elems))
+	for _, e := range elems {
+		w.Bulk(e)
+	}
+}
+
+// LLen is LLEN key.
+type LLen struct {
+	backends.Passed
+	Len int64 // result
+}
+
+// ParseLLen reads LLEN key.
+func ParseLLen(args [][]byte) (Command, error) {
+	op := &LLen{}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*LLen) Name() string            { return "llen" }
+func (*LLen) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *LLen) Run(v backends.View) error {
+	op.Len = 0
+	l, err := listOf(v, 0)
+	if l != nil {
+		op.Len = int64(l.Len())
+	}
+	return err
+}
+
+func (op *LLen) Reply(w Writer) { w.Int(op.Len) }
+
+// LRange is LRANGE key start stop.
+type LRange struct {
+	backends.Passed
+	Start, Stop int64    // as given: negative counts from the tail
+	Elems       [][]byte // result
+}
+
+// ParseLRange reads LRANGE key start stop.
+func ParseLRange(args [][]byte) (Command, error) {
+	op := &LRange{}
+	var err error
+	if op.Start, err = longArg(args[2]); err != nil {
+		return nil, err
+	}
+	if op.Stop, err = longArg(args[3]); err != nil {
+		return nil, err
+	}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*LRange) Name() string            { return "lrange" }
+func (*LRange) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *LRange) Run(v backends.View) error {
+	op.Elems = nil
+	l, err := listOf(v, 0)
+	if l == nil || err != nil {
+		return err
+	}
+	if from, to, ok := span(op.Start, op.Stop, l.Len()); ok {
+		op.Elems = l.Range(make([][]byte, 0, to-from+1), from, to, false)
+	}
+	return nil
+}
+
+func (op *LRange) Reply(w Writer) { bulks(w, op.Elems) }
+
+// LIndex is LINDEX key index.
+type LIndex struct {
+	backends.Passed
+	index int64
+	bad   error // the index's parse error: Redis reports it after the key's
+	elem  []byte
+	found bool
+}
+
+// ParseLIndex reads LINDEX key index.
+func ParseLIndex(args [][]byte) (Command, error) {
+	op := &LIndex{}
+	op.index, op.bad = longArg(args[2])
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*LIndex) Name() string            { return "lindex" }
+func (*LIndex) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *LIndex) Run(v backends.View) error {
+	op.elem, op.found = nil, false
+	l, err := listOf(v, 0)
+	if l == nil || err != nil {
+		return err
+	}
+	if op.bad != nil {
+		return op.bad
+	}
+	op.elem, op.found = l.Index(op.index)
+	return nil
+}
+
+func (op *LIndex) Reply(w Writer) {
+	if !op.found {
+		w.Null()
+		return
+	}
+	w.Bulk(op.elem)
+}
+
+// LSet is LSET key index element.
+type LSet struct {
+	backends.Passed
+	index int64
+	bad   error // the index's parse error: Redis reports it after the key's
+	elem  []byte
+}
+
+// ParseLSet reads LSET key index element.
+func ParseLSet(args [][]byte) (Command, error) {
+	op := &LSet{elem: args[3]}
+	op.index, op.bad = longArg(args[2])
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*LSet) Name() string            { return "lset" }
+func (*LSet) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *LSet) Run(v backends.View) error {
+	l, err := listOf(v, 0)
+	switch {
+	case err != nil:
+		return err
+	case l == nil:
+		return errNoSuchKey
+	case op.bad != nil:
+		return op.bad
+	}
+	i := op.index
+	if i < 0 {
+		i += int64(l.Len())
+	}
+	if i < 0 || i >= int64(l.Len()) {
+		return errIndexRange
+	}
+	l.Set(int(i), clone(op.elem))
+	return nil
+}
+
+func (*LSet) Reply(w Writer) { w.Status("OK") }
+
+// LInsert is LINSERT key BEFORE|AFTER pivot element.
+type LInsert struct {
+	backends.Passed
+	after       bool
+	pivot, elem []byte
+	result      int64 // the new length, -1 without the pivot, 0 without the key
+}
+
+// ParseLInsert reads LINSERT key BEFORE|AFTER pivot element.
+func ParseLInsert(args [][]byte) (Command, error) {
+	op := &LInsert{pivot: args[3], elem: args[4]}
+	switch {
+	case is(args[2], "after"):
+		op.after = true
+	case !is(args[2], "before"):
+		return nil, errSyntax
+	}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*LInsert) Name() string            { return "linsert" }
+func (*LInsert) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *LInsert) Run(v backends.View) error {
+	op.result = 0
+	l, err := listOf(v, 0)
+	if l == nil || err != nil {
+		return err
+	}
+	op.result = -1
+	l.Find(op.pivot, Left, 0, func(i int) bool {
+		if op.after {
+			i++
+		}
+		l.Insert(i, clone(op.elem))
+		op.result = int64(l.Len())
+		return false
+	})
+	return nil
+}
+
+func (op *LInsert) Reply(w Writer) { w.Int(op.result) }
+
+// LRem is LREM key count element.
+type LRem struct {
+	backends.Passed
+	count   int64
+	elem    []byte
+	removed int64
+}
+
+// ParseLRem reads LREM key count element.
+func ParseLRem(args [][]byte) (Command, error) {
+	n, err := longArg(args[2])
+	if err != nil {
+		return nil, err
+	}
+	op := &LRem{count: n, elem: args[3]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*LRem) Name() string            { return "lrem" }
+func (*LRem) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *LRem) Run(v backends.View) error {
+	op.removed = 0
+	l, err := listOf(v, 0)
+	if l == nil || err != nil {
+		return err
+	}
+	op.removed = l.Remove(op.elem, op.count)
+	return nil
+}
+
+func (op *LRem) Reply(w Writer) { w.Int(op.removed) }
+
+// LTrim is LTRIM key start stop.
+type LTrim struct {
+	backends.Passed
+	start, stop int64
+}
+
+// ParseLTrim reads LTRIM key start stop.
+func ParseLTrim(args [][]byte) (Command, error) {
+	op := &LTrim{}
+	var err error
+	if op.start, err = longArg(args[2]); err != nil {
+		return nil, err
+	}
+	if op.stop, err = longArg(args[3]); err != nil {
+		return nil, err
+	}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*LTrim) Name() string            { return "ltrim" }
+func (*LTrim) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *LTrim) Run(v backends.View) error {
+	l, err := listOf(v, 0)
+	if l == nil || err != nil {
+		return err
+	}
+	from, to, ok := span(op.start, op.stop, l.Len())
+	l.Trim(from, to, ok)
+	return nil
+}
+
+func (*LTrim) Reply(w Writer) { w.Status("OK") }
+
+var (
+	_ Command = (*Push)(nil)
+	_ Command = (*Pop)(nil)
+	_ Command = (*LLen)(nil)
+	_ Command = (*LRange)(nil)
+	_ Command = (*LIndex)(nil)
+	_ Command = (*LSet)(nil)
+	_ Command = (*LInsert)(nil)
+	_ Command = (*LRem)(nil)
+	_ Command = (*LTrim)(nil)
+	_ Command = (*LMove)(nil)
+	_ Command = (*LMPop)(nil)
+)
