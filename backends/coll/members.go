@@ -21,6 +21,8 @@ func New(t backends.Type) backends.Value {
 	switch t {
 	case backends.TypeHash:
 		return NewHash()
+	case backends.TypeList:
+		return NewList()
 	}
 	panic(fmt.Sprintf("coll: New of type %v", t))
 }
@@ -31,6 +33,8 @@ func Add(v backends.Value, m Member) {
 	switch v := v.(type) {
 	case *Hash:
 		v.Set(string(m.Member), m.Value)
+	case *List:
+		v.Push(Right, m.Value)
 	default:
 		panic(fmt.Sprintf("coll: Add to %T", v))
 	}
@@ -45,6 +49,12 @@ func Each(v backends.Value, fn func(Member) bool) {
 		for i := range v.Len() {
 			f, val := v.At(i)
 			if !fn(Member{Member: bytesOf(f), Value: val}) {
+				return
+			}
+		}
+	case *List:
+		for i := range v.Len() {
+			if !fn(Member{Value: v.At(i)}) {
 				return
 			}
 		}
@@ -67,6 +77,8 @@ func Lookup(v backends.Value, m string) (Member, bool) {
 func Record(v backends.Value, j *Journal) {
 	switch v := v.(type) {
 	case *Hash:
+		v.Journal(j)
+	case *List:
 		v.Journal(j)
 	default:
 		panic(fmt.Sprintf("coll: Record on %T", v))
