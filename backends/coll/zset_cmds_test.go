@@ -14,8 +14,8 @@ func init() {
 	for _, name := range []string{"zadd", "zincrby"} {
 		parsers[name] = ParseZAdd
 	}
-	for name := range zrangeForms {
-		parsers[name] = ParseZRange
+	for _, f := range zrangeForms {
+		parsers[f.name] = ParseZRange
 	}
 	for _, name := range []string{"zremrangebyrank", "zremrangebyscore", "zremrangebylex"} {
 		parsers[name] = ParseZRemRange
@@ -144,6 +144,7 @@ func TestZAdd(t *testing.T) {
 		"ZADD z 1_0 under",
 		"ZADD z 0x a",
 		"ZADD z inFinity i3",
+		"ZADD z 3 ''",
 		"ZRANGE z 0 -1 WITHSCORES",
 		"ZINCRBY z 10 a",
 		"ZINCRBY z 1.5 new",
@@ -583,6 +584,12 @@ func TestZScanSmall(t *testing.T) {
 		"ZSCAN z 0",
 		"ZSCAN z 0 COUNT 1",
 		"ZSCAN z 0 MATCH [a-c]",
+		"ZSCAN z 0 MATCH ''",
+		"ZADD z 0 ''",
+		"ZSCAN z 0 MATCH ''",
+		"ZSCAN z 0 MATCH *",
+		"ZSCAN z 0 MATCH a MATCH b*",
+		"ZSCAN z 0 COUNT 5 COUNT 1",
 		"ZSCAN z 0 MATCH * COUNT 100",
 		"ZSCAN z 123",
 		"ZSCAN z x",

@@ -88,7 +88,7 @@ func TestParseTimeout(t *testing.T) {
 		{"0x10", 16 * time.Second, nil},
 		{"1e3", 1000 * time.Second, nil},
 		{"1e-400", time.Millisecond, nil}, // a long double holds it
-		{"1e400", 0, errTimeoutNeg},      // a long double holds it; a long long does not
+		{"1e400", 0, errTimeoutNeg},       // a long double holds it; a long long does not
 		{"9223372036854775", time.Duration(math.MaxInt64), nil},
 		{"9223372036854776", 0, errTimeoutNeg},
 		{"inf", 0, errTimeoutNeg},

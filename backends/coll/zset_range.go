@@ -54,14 +54,17 @@ type zrangeForm struct {
 	revFixed bool
 }
 
-var zrangeForms = map[string]zrangeForm{
-	"zrange":           {key: 1},
-	"zrangestore":      {key: 2, store: true},
-	"zrevrange":        {key: 1, by: ByRank, byFixed: true, rev: true, revFixed: true},
-	"zrangebyscore":    {key: 1, by: ByScore, byFixed: true, revFixed: true},
-	"zrevrangebyscore": {key: 1, by: ByScore, byFixed: true, rev: true, revFixed: true},
-	"zrangebylex":      {key: 1, by: ByLex, byFixed: true, revFixed: true},
-	"zrevrangebylex":   {key: 1, by: ByLex, byFixed: true, rev: true, revFixed: true},
+var zrangeForms = []struct {
+	name string
+	zrangeForm
+}{
+	{"zrange", zrangeForm{key: 1}},
+	{"zrangestore", zrangeForm{key: 2, store: true}},
+	{"zrevrange", zrangeForm{key: 1, by: ByRank, byFixed: true, rev: true, revFixed: true}},
+	{"zrangebyscore", zrangeForm{key: 1, by: ByScore, byFixed: true, revFixed: true}},
+	{"zrevrangebyscore", zrangeForm{key: 1, by: ByScore, byFixed: true, rev: true, revFixed: true}},
+	{"zrangebylex", zrangeForm{key: 1, by: ByLex, byFixed: true, revFixed: true}},
+	{"zrevrangebylex", zrangeForm{key: 1, by: ByLex, byFixed: true, rev: true, revFixed: true}},
 }
 
 var at12 = []int{1, 2}
@@ -69,10 +72,15 @@ var at12 = []int{1, 2}
 // ParseZRange reads ZRANGE, ZRANGESTORE, ZREVRANGE, ZRANGEBYSCORE,
 // ZREVRANGEBYSCORE, ZRANGEBYLEX and ZREVRANGEBYLEX.
 func ParseZRange(args [][]byte) (Command, error) {
-	name := lower(args[0])
-	f, ok := zrangeForms[name]
-	if !ok {
-		return nil, backends.Refusal("ERR unknown command '" + name + "'")
+	var f zrangeForm
+	name := ""
+	for _, c := range zrangeForms {
+		if is(args[0], c.name) {
+			f, name = c.zrangeForm, c.name
+		}
+	}
+	if name == "" {
+		return nil, backends.Refusal("ERR unknown command '" + lower(args[0]) + "'")
 	}
 	op := &ZRange{name: name, Store: f.store, By: f.by, Rev: f.rev, Count: -1}
 	op.Args, op.KeyAt = args, at1
@@ -156,31 +164,9 @@ func (op *ZRange) Run(v backends.View) error {
 		case ByRank:
 			op.Result = z.appendRanks(op.Result, op.Start, op.Stop, op.Rev)
 		case ByScore:
-			var first *znode
-			if op.Rev {
-				first = z.lastInScore(op.Score)
-			} else {
-				first = z.firstInScore(op.Score)
-			}
-			op.Result = z.appendWhile(op.Result, first, op.Offset, op.Count, op.Rev, func(x *znode) bool {
-				if op.Rev {
-					return op.Score.AboveMin(x.score)
-				}
-				return op.Score.BelowMax(x.score)
-			})
+			op.Result = z.appendSpan(op.Result, z.firstInScore(op.Score), z.lastInScore(op.Score), op.Offset, op.Count, op.Rev)
 		case ByLex:
-			var first *znode
-			if op.Rev {
-				first = z.lastInLex(op.Lex)
-			} else {
-				first = z.firstInLex(op.Lex)
-			}
-			op.Result = z.appendWhile(op.Result, first, op.Offset, op.Count, op.Rev, func(x *znode) bool {
-				if op.Rev {
-					return op.Lex.AboveMin(x.member)
-				}
-				return op.Lex.BelowMax(x.member)
-			})
+			op.Result = z.appendSpan(op.Result, z.firstInLex(op.Lex), z.lastInLex(op.Lex), op.Offset, op.Count, op.Rev)
 		}
 	}
 	if op.Store {
@@ -261,34 +247,31 @@ func (z *ZSet) appendRanks(es []ZEntry, start, stop int64, rev bool) []ZEntry {
 	return es
 }
 
-// appendWhile appends to es the nodes from first on (backwards when rev),
-// skipping offset of them and taking at most count (all when negative),
-// while in says they are in the range.
-func (z *ZSet) appendWhile(es []ZEntry, first *znode, offset, count int64, rev bool, in func(*znode) bool) []ZEntry {
+// appendSpan appends to es the nodes from first to last, a range of the
+// list (nil when it is empty), from last down when rev, skipping offset of
+// them (a negative offset skips them all) and taking at most count (all
+// when negative).
+func (z *ZSet) appendSpan(es []ZEntry, first, last *znode, offset, count int64, rev bool) []ZEntry {
 	if first == nil || offset < 0 {
 		return es
 	}
-	x := first
-	if offset > 0 {
-		// Skip by rank rather than node by node: O(log N).
-		r := int64(z.sl.rank(first))
-		if rev {
-			r -= offset
-		} else {
-			r += offset
-		}
-		if r < 1 || r > int64(z.Len()) {
-			return es
-		}
-		x = z.sl.byRank(int(r))
+	lo, hi := int64(z.sl.rank(first)), int64(z.sl.rank(last))
+	n := hi - lo + 1 - offset
+	if n <= 0 || count == 0 {
+		return es
 	}
-	for ; x != nil && count != 0 && in(x); count-- {
-		es = append(es, ZEntry{x.member, x.score})
-		if rev {
-			x = x.prev
-		} else {
-			x = x.next()
+	if count > 0 {
+		n = min(n, count)
+	}
+	es = slices.Grow(es, int(n))
+	if rev {
+		for x := z.sl.byRank(int(hi - offset)); n > 0; x, n = x.prev, n-1 {
+			es = append(es, ZEntry{x.member, x.score})
 		}
+		return es
+	}
+	for x := z.sl.byRank(int(lo + offset)); n > 0; x, n = x.next(), n-1 {
+		es = append(es, ZEntry{x.member, x.score})
 	}
 	return es
 }

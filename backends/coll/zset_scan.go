@@ -25,9 +25,10 @@ import (
 // it may or may not be.
 type ZScan struct {
 	backends.Passed
-	cursor uint64
-	match  string
-	count  int64
+	cursor   uint64
+	match    string
+	hasMatch bool
+	count    int64
 	// Redis reads the options only once it found the key: an error in
 	// them waits for Run.
 	optErr error
@@ -59,7 +60,7 @@ func ParseZScan(args [][]byte) (Command, error) {
 			}
 			op.count = n
 		case is(args[i], "match") && more >= 2:
-			op.match = string(args[i+1])
+			op.match, op.hasMatch = string(args[i+1]), true
 		default:
 			op.optErr = errSyntax
 			return op, nil
@@ -84,7 +85,7 @@ func (op *ZScan) Run(v backends.View) error {
 	if z.listpack(LimitsOf(v)) {
 		op.lp = true
 		for x := z.sl.first(); x != nil; x = x.next() {
-			if backends.Match(op.match, x.member) {
+			if op.matches(x.member) {
 				op.items = append(op.items, ZEntry{x.member, x.score})
 			}
 		}
@@ -100,12 +101,22 @@ func (op *ZScan) Run(v backends.View) error {
 	}
 	for i := hi; i > lo; i-- {
 		x := z.dense[i-1]
-		if backends.Match(op.match, x.member) {
+		if op.matches(x.member) {
 			op.items = append(op.items, ZEntry{x.member, x.score})
 		}
 	}
 	op.next = lo
 	return nil
+}
+
+// matches reports whether member m matches MATCH's pattern. Unlike
+// backends.Match, an empty pattern matches only the empty member, as in
+// Redis's ZSCAN.
+func (op *ZScan) matches(m string) bool {
+	if op.hasMatch && op.match == "" {
+		return m == ""
+	}
+	return backends.Match(op.match, m)
 }
 
 func (op *ZScan) Reply(w Writer) {

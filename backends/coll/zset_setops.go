@@ -62,22 +62,32 @@ type ZSetOp struct {
 	count  int64 // ZINTERCARD's
 }
 
+var zsetOpForms = []struct {
+	name        string
+	kind        setOpKind
+	store, card bool
+}{
+	{"zunion", opUnion, false, false},
+	{"zinter", opInter, false, false},
+	{"zdiff", opDiff, false, false},
+	{"zintercard", opInter, false, true},
+	{"zunionstore", opUnion, true, false},
+	{"zinterstore", opInter, true, false},
+	{"zdiffstore", opDiff, true, false},
+}
+
 // ParseZSetOp reads ZUNION, ZINTER, ZDIFF, ZINTERCARD, ZUNIONSTORE,
 // ZINTERSTORE and ZDIFFSTORE.
 func ParseZSetOp(args [][]byte) (Command, error) {
-	op := &ZSetOp{name: lower(args[0])}
-	switch op.name {
-	case "zunion", "zunionstore":
-		op.kind = opUnion
-	case "zinter", "zinterstore", "zintercard":
-		op.kind = opInter
-	case "zdiff", "zdiffstore":
-		op.kind = opDiff
-	default:
-		return nil, backends.Refusal("ERR unknown command '" + op.name + "'")
+	op := &ZSetOp{}
+	for _, c := range zsetOpForms {
+		if is(args[0], c.name) {
+			op.name, op.kind, op.store, op.card = c.name, c.kind, c.store, c.card
+		}
 	}
-	op.card = op.name == "zintercard"
-	op.store = len(op.name) > 5 && op.name[len(op.name)-5:] == "store"
+	if op.name == "" {
+		return nil, backends.Refusal("ERR unknown command '" + lower(args[0]) + "'")
+	}
 	at := 1 // numkeys
 	if op.store {
 		at = 2
