@@ -41,7 +41,10 @@ type ZRange struct {
 	WithScores    bool
 	Store         bool
 	Result        []ZEntry
-	name          string
+	// Stored is how many members ZRANGESTORE stored: len(Result) after
+	// Run; a store that stores the range itself may set it alone.
+	Stored int64
+	name   string
 }
 
 // The commands ZRange serves: where the key is, and what is fixed.
@@ -150,7 +153,7 @@ func (op *ZRange) Writes() backends.Writes {
 }
 
 func (op *ZRange) Run(v backends.View) error {
-	op.Result = op.Result[:0]
+	op.Result, op.Stored = op.Result[:0], 0
 	src := 0
 	if op.Store {
 		src = 1
@@ -170,6 +173,7 @@ func (op *ZRange) Run(v backends.View) error {
 		}
 	}
 	if op.Store {
+		op.Stored = int64(len(op.Result))
 		if len(op.Result) == 0 {
 			v.Put(0, nil)
 		} else {
@@ -201,7 +205,7 @@ func (op *ZRange) stored(l *Limits) *ZSet {
 
 func (op *ZRange) Reply(w Writer) {
 	if op.Store {
-		w.Int(int64(len(op.Result)))
+		w.Int(op.Stored)
 		return
 	}
 	writeEntries(w, op.Result, op.WithScores)
