@@ -198,14 +198,19 @@ func (z *ZSet) drop(x *znode) {
 	}
 	z.dense[last] = nil
 	z.dense = z.dense[:last]
+	if cap(z.dense) > 64 && len(z.dense) < cap(z.dense)/4 {
+		// Give back what a set that shrank no longer needs (positions
+		// stay as they are).
+		z.dense = append(make([]*znode, 0, 2*len(z.dense)), z.dense...)
+	}
 	delete(z.nodes, x.member)
 	z.weight -= int64(len(x.member)) + zsetEntryCost
 }
 
 // removeRange removes the nodes from the first for which below is false
-// while within is true (the two describe a range of the order), and calls
-// fn, when not nil, with each; it returns how many it removed.
-func (z *ZSet) removeRange(below, within func(*znode) bool, fn func(*znode)) int {
+// while within is true (the two describe a range of the order); it returns
+// how many it removed.
+func (z *ZSet) removeRange(below, within func(*znode) bool) int {
 	var update [maxLevel]*znode
 	x := z.sl.firstWhere(below, &update)
 	n := 0
@@ -213,9 +218,6 @@ func (z *ZSet) removeRange(below, within func(*znode) bool, fn func(*znode)) int
 		next := x.next()
 		z.sl.unlink(x, &update)
 		z.drop(x)
-		if fn != nil {
-			fn(x)
-		}
 		n++
 		x = next
 	}

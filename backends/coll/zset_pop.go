@@ -1,6 +1,7 @@
 package coll
 
 import (
+	"slices"
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
@@ -9,13 +10,14 @@ import (
 // The pops: ZPOPMIN, ZPOPMAX, ZMPOP, and the blocking BZPOPMIN, BZPOPMAX
 // and BZMPOP.
 
-// popN removes the n members of lowest scores (highest when max) from z,
+// popN removes the n members of lowest scores (highest when top) from z,
 // n <= Len(), appends them to es in the order they go, and returns es.
-func (z *ZSet) popN(es []ZEntry, n int, max bool) []ZEntry {
+func (z *ZSet) popN(es []ZEntry, n int, top bool) []ZEntry {
 	if n <= 0 {
 		return es
 	}
-	if max {
+	es = slices.Grow(es, n)
+	if top {
 		x := z.sl.tail
 		for range n {
 			es = append(es, ZEntry{x.member, x.score})

@@ -341,10 +341,10 @@ func (op *ZRemRange) Run(v backends.View) error {
 		}
 	case ByScore:
 		n = z.removeRange(func(x *znode) bool { return !op.Score.AboveMin(x.score) },
-			func(x *znode) bool { return op.Score.BelowMax(x.score) }, nil)
+			func(x *znode) bool { return op.Score.BelowMax(x.score) })
 	case ByLex:
 		n = z.removeRange(func(x *znode) bool { return !op.Lex.AboveMin(x.member) },
-			func(x *znode) bool { return op.Lex.BelowMax(x.member) }, nil)
+			func(x *znode) bool { return op.Lex.BelowMax(x.member) })
 	}
 	op.Removed = int64(n)
 	return nil

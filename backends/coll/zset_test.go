@@ -113,9 +113,8 @@ func TestZSetModel(t *testing.T) {
 				delete(model, m)
 			case op < 9:
 				rg := ScoreRange{Min: score(), Max: score(), MinEx: r.IntN(2) == 0, MaxEx: r.IntN(2) == 0}
-				var gone []string
 				n := z.removeRange(func(x *znode) bool { return !rg.AboveMin(x.score) },
-					func(x *znode) bool { return rg.BelowMax(x.score) }, func(x *znode) { gone = append(gone, x.member) })
+					func(x *znode) bool { return rg.BelowMax(x.score) })
 				want := 0
 				for m, s := range model {
 					if rg.Contains(s) {
@@ -123,7 +122,7 @@ func TestZSetModel(t *testing.T) {
 						delete(model, m)
 					}
 				}
-				if n != want || len(gone) != n {
+				if n != want {
 					t.Fatalf("seed %d step %d: removed %d in %+v, want %d", seed, step, n, rg, want)
 				}
 			case op < 10 && z.Len() > 0:
@@ -168,6 +167,64 @@ func TestZSetModel(t *testing.T) {
 			if step%100 == 0 {
 				z.check(t, model)
 			}
+		}
+		z.check(t, model)
+	}
+}
+
+func TestZSetLexModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	bound := func() LexBound {
+		switch r.IntN(8) {
+		case 0:
+			return LexBound{Excl: true, Inf: -1}
+		case 1:
+			return LexBound{Excl: true, Inf: 1}
+		}
+		return LexBound{Member: fmt.Sprintf("%x", r.IntN(300)), Excl: r.IntN(2) == 0}
+	}
+	for range 20 {
+		z := NewZSet()
+		model := map[string]float64{}
+		for range r.IntN(400) {
+			m := fmt.Sprintf("%x", r.IntN(300))
+			z.Add(m, 0)
+			model[m] = 0
+		}
+		for range 200 {
+			rg := LexRange{Min: bound(), Max: bound()}
+			var in []string
+			for x := z.sl.first(); x != nil; x = x.next() {
+				if rg.Contains(x.member) {
+					in = append(in, x.member)
+				}
+			}
+			f, l := z.firstInLex(rg), z.lastInLex(rg)
+			if len(in) == 0 {
+				if f != nil || l != nil {
+					t.Fatalf("empty range %+v found a node", rg)
+				}
+				continue
+			}
+			if f == nil || l == nil || f.member != in[0] || l.member != in[len(in)-1] {
+				t.Fatalf("range %+v: first/last wrong", rg)
+			}
+			if rg.Empty() {
+				t.Fatalf("range %+v is empty, yet %v are in it", rg, in)
+			}
+		}
+		rg := LexRange{Min: bound(), Max: bound()}
+		n := z.removeRange(func(x *znode) bool { return !rg.AboveMin(x.member) },
+			func(x *znode) bool { return rg.BelowMax(x.member) })
+		want := 0
+		for m := range model {
+			if rg.Contains(m) {
+				delete(model, m)
+				want++
+			}
+		}
+		if n != want {
+			t.Fatalf("removed %d in %+v, want %d", n, rg, want)
 		}
 		z.check(t, model)
 	}
