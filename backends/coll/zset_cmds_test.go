@@ -1,6 +1,7 @@
 package coll
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -746,4 +747,50 @@ func TestZSetOpsInfinities(t *testing.T) {
 		"ZUNION 2 a b AGGREGATE MIN WITHSCORES",
 		"ZUNION 2 a b WEIGHTS -1 1 WITHSCORES",
 	)
+}
+
+// Arguments are C strings to some of Redis's parsers (strtod, strtoul) and
+// not to others: what follows a NUL counts or not, as there.
+func TestZSetNULArguments(t *testing.T) {
+	same(t,
+		"ZADD z 1 a 2 b 3 c",
+		"ZADD z '1\x00' d",
+		"ZADD z '\x001' d",
+		"ZCOUNT z '1\x00junk' 3",
+		"ZCOUNT z '(1\x00junk' '\x00'",
+		"ZCOUNT z '\x00' 3",
+		"ZRANGEBYLEX z '+\x00x' -",
+		"ZRANGEBYLEX z - '+\x00x'",
+		"ZRANGEBYLEX z '[a\x00' +",
+		"ZSCAN z '0\x00junk'",
+		"ZSCAN z '\x00'",
+		"BZPOPMIN z '1\x00'",
+		"ZUNION 1 z WEIGHTS '1\x00'",
+		"ZRANGE z '0\x00' 1",
+	)
+}
+
+// Numbers as strtod reads them, through ZADD (string2d) and ZCOUNT
+// (zslParseRange).
+func TestZSetNumbers(t *testing.T) {
+	nums := []string{
+		"0x", "0X1P4", "0x1.8", "0x.8", "0x1p", "0x1p+", "0xg", "0x1.fffffffffffffp1023", "0x1p1024", "0x1p-1075", "0x1p-1074",
+		"1e", "1e+", "1E-2", "-.5", "+.5", "+.e1", ".", "-", "+", "e5", "1..2", "1.2.3", "--1", "+-1",
+		"infinity", "INFINITY", "-InFiNiTy", "infinit", "infx", "+inf", "nan(123)", "-nan", "NaN",
+		"1.7976931348623157e308", "1.7976931348623159e308", "1.8e308", "4.9e-324", "2e-324", "2.5e-324", "1e-323",
+		"0.0000000000000000000000000000000000001", "1" + strings.Repeat("0", 400), "0." + strings.Repeat("0", 400) + "1",
+		"0e999999", "1e-999999", "00012", "1_000", "1,5", "٣", "0b101", "0o17", "12abc", "\t1", "1\t",
+	}
+	var script []string
+	for i, n := range nums {
+		m := "m" + strconv.Itoa(i)
+		script = append(script,
+			"ZADD z '"+n+"' "+m,
+			"ZSCORE z "+m,
+			"ZCOUNT z '"+n+"' +inf",
+			"ZCOUNT z -inf '("+n+"'",
+			"ZRANGEBYSCORE z '"+n+"' '"+n+"' WITHSCORES",
+		)
+	}
+	same(t, script...)
 }
