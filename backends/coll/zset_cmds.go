@@ -1,0 +1,466 @@
+package coll
+
+import (
+	"math"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// Sorted set commands. Each is an Op: Parse… reads the request, checking
+// it in the order redis-server 7.0 does (t_zset.c), Run does it on the
+// ZSet, Reply answers as Redis does. This file has the commands on single
+// members and counts; zset_range.go the ranges, zset_pop.go the pops
+// (blocking ones too), zset_setops.go ZUNION and the others of several
+// keys, zset_scan.go ZSCAN and ZRANDMEMBER.
+//
+// Fields a store may read to do a command itself (PostgreSQL) are
+// exported, and so are the results of the commands it is likely to do
+// (ZADD, ZREM, ZSCORE, ZCARD, ZCOUNT, the ranges): a store that did the
+// command sets them and Reply answers from them.
+
+// zsetOf returns keys[i]'s sorted set, nil when the key does not exist.
+func zsetOf(v backends.View, i int) (*ZSet, error) {
+	val, err := v.Get(i, backends.TypeZSet)
+	if val == nil || err != nil {
+		return nil, err
+	}
+	return val.(*ZSet), nil
+}
+
+// resp3 reports whether w writes RESP3, where Redis answers member-score
+// pairs as arrays of 2 rather than flat. A Writer says so with a RESP3
+// method; one without it writes RESP2.
+func resp3(w Writer) bool {
+	p, ok := w.(interface{ RESP3() bool })
+	return ok && p.RESP3()
+}
+
+// writeEntries answers entries as Redis's range replies: members, or with
+// scores, member and score flat in RESP2 and in pairs in RESP3.
+func writeEntries(w Writer, es []ZEntry, withScores bool) {
+	pairs := withScores && resp3(w)
+	if withScores && !pairs {
+		w.Array(2 * len(es))
+	} else {
+		w.Array(len(es))
+	}
+	for _, e := range es {
+		if pairs {
+			w.Array(2)
+		}
+		w.Bulk(bytesOf(e.Member))
+		if withScores {
+			w.Double(e.Score)
+		}
+	}
+}
+
+// ZAdd is ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member
+// ...], and ZINCRBY key increment member, which is ZADD key INCR.
+type ZAdd struct {
+	backends.Passed
+	NX, XX, GT, LT, CH, Incr bool
+	Scores                   []float64
+	Members                  [][]byte
+	incrby                   bool
+	// Added and Updated count the members added and those whose score
+	// changed; with Incr, Done says whether the member was changed and
+	// Score is its new score.
+	Added, Updated int64
+	Done           bool
+	Score          float64
+	// One pair, the usual request, needs no slices of its own.
+	score1  [1]float64
+	member1 [1][]byte
+}
+
+// ParseZAdd reads ZADD and ZINCRBY.
+func ParseZAdd(args [][]byte) (Command, error) {
+	op := &ZAdd{incrby: is(args[0], "zincrby")}
+	op.Args, op.KeyAt = args, at1
+	op.Incr = op.incrby
+	i := 2
+options:
+	for ; i < len(args); i++ {
+		switch a := args[i]; {
+		case is(a, "nx"):
+			op.NX = true
+		case is(a, "xx"):
+			op.XX = true
+		case is(a, "ch"):
+			op.CH = true
+		case is(a, "incr"):
+			op.Incr = true
+		case is(a, "gt"):
+			op.GT = true
+		case is(a, "lt"):
+			op.LT = true
+		default:
+			break options
+		}
+	}
+	n := len(args) - i
+	if n == 0 || n%2 != 0 {
+		return nil, errSyntax
+	}
+	n /= 2
+	switch {
+	case op.NX && op.XX:
+		return nil, backends.Refusal("ERR XX and NX options at the same time are not compatible")
+	case op.GT && op.NX, op.LT && op.NX, op.GT && op.LT:
+		return nil, backends.Refusal("ERR GT, LT, and/or NX options at the same time are not compatible")
+	case op.Incr && n > 1:
+		return nil, backends.Refusal("ERR INCR option supports a single increment-element pair")
+	}
+	if n == 1 {
+		op.Scores, op.Members = op.score1[:], op.member1[:]
+	} else {
+		op.Scores, op.Members = make([]float64, n), make([][]byte, n)
+	}
+	for j := range n {
+		s, ok := parseScore(args[i+2*j])
+		if !ok {
+			return nil, errNotFloat
+		}
+		op.Scores[j], op.Members[j] = s, args[i+2*j+1]
+	}
+	return op, nil
+}
+
+func (op *ZAdd) Name() string {
+	if op.incrby {
+		return "zincrby"
+	}
+	return "zadd"
+}
+func (*ZAdd) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *ZAdd) Run(v backends.View) error {
+	op.Added, op.Updated, op.Done, op.Score = 0, 0, false, 0
+	z, err := zsetOf(v, 0)
+	if err != nil {
+		return err
+	}
+	if z == nil {
+		if op.XX {
+			return nil
+		}
+		z = NewZSet()
+		v.Put(0, z)
+	}
+	lim := LimitsOf(v)
+	for i, m := range op.Members {
+		s := op.Scores[i]
+		x, ok := z.nodes[stringOf(m)]
+		switch {
+		case ok:
+			if op.NX {
+				continue
+			}
+			cur := x.score
+			if op.Incr {
+				if s += cur; math.IsNaN(s) {
+					return errNaNScore
+				}
+			}
+			if (op.LT && s >= cur) || (op.GT && s <= cur) {
+				continue
+			}
+			op.Done, op.Score = true, s
+			if s != cur {
+				z.rescore(x, lpScore(z.listpack(lim), s))
+				op.Updated++
+			}
+		case !op.XX:
+			z.insert(string(m), lpScore(z.listpackWith(lim, len(m)), s))
+			op.Added++
+			op.Done, op.Score = true, s
+		}
+	}
+	return nil
+}
+
+func (op *ZAdd) Reply(w Writer) {
+	switch {
+	case op.Incr && op.Done:
+		w.Double(op.Score)
+	case op.Incr:
+		w.Null()
+	case op.CH:
+		w.Int(op.Added + op.Updated)
+	default:
+		w.Int(op.Added)
+	}
+}
+
+// ZRem is ZREM key member [member ...].
+type ZRem struct {
+	backends.Passed
+	Members [][]byte
+	Removed int64
+}
+
+// ParseZRem reads ZREM.
+func ParseZRem(args [][]byte) (Command, error) {
+	op := &ZRem{Members: args[2:]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*ZRem) Name() string            { return "zrem" }
+func (*ZRem) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *ZRem) Run(v backends.View) error {
+	op.Removed = 0
+	z, err := zsetOf(v, 0)
+	if z == nil || err != nil {
+		return err
+	}
+	for _, m := range op.Members {
+		if z.Del(stringOf(m)) {
+			op.Removed++
+		}
+	}
+	return nil
+}
+
+func (op *ZRem) Reply(w Writer) { w.Int(op.Removed) }
+
+// ZCard is ZCARD key.
+type ZCard struct {
+	backends.Passed
+	Card int64
+}
+
+// ParseZCard reads ZCARD.
+func ParseZCard(args [][]byte) (Command, error) {
+	op := &ZCard{}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*ZCard) Name() string            { return "zcard" }
+func (*ZCard) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *ZCard) Run(v backends.View) error {
+	op.Card = 0
+	z, err := zsetOf(v, 0)
+	if z == nil || err != nil {
+		return err
+	}
+	op.Card = int64(z.Len())
+	return nil
+}
+
+func (op *ZCard) Reply(w Writer) { w.Int(op.Card) }
+
+// ZScore is ZSCORE key member.
+type ZScore struct {
+	backends.Passed
+	Member []byte
+	Score  float64
+	Found  bool
+}
+
+// ParseZScore reads ZSCORE.
+func ParseZScore(args [][]byte) (Command, error) {
+	op := &ZScore{Member: args[2]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*ZScore) Name() string            { return "zscore" }
+func (*ZScore) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *ZScore) Run(v backends.View) error {
+	op.Score, op.Found = 0, false
+	z, err := zsetOf(v, 0)
+	if z == nil || err != nil {
+		return err
+	}
+	op.Score, op.Found = z.Score(stringOf(op.Member))
+	return nil
+}
+
+func (op *ZScore) Reply(w Writer) {
+	if !op.Found {
+		w.Null()
+		return
+	}
+	w.Double(op.Score)
+}
+
+// ZMScore is ZMSCORE key member [member ...].
+type ZMScore struct {
+	backends.Passed
+	members [][]byte
+	scores  []float64
+	found   []bool
+}
+
+// ParseZMScore reads ZMSCORE.
+func ParseZMScore(args [][]byte) (Command, error) {
+	op := &ZMScore{members: args[2:]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*ZMScore) Name() string            { return "zmscore" }
+func (*ZMScore) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *ZMScore) Run(v backends.View) error {
+	op.scores, op.found = op.scores[:0], op.found[:0]
+	z, err := zsetOf(v, 0)
+	if err != nil {
+		return err
+	}
+	for _, m := range op.members {
+		var s float64
+		var ok bool
+		if z != nil {
+			s, ok = z.Score(stringOf(m))
+		}
+		op.scores, op.found = append(op.scores, s), append(op.found, ok)
+	}
+	return nil
+}
+
+func (op *ZMScore) Reply(w Writer) {
+	w.Array(len(op.scores))
+	for i, s := range op.scores {
+		if op.found[i] {
+			w.Double(s)
+		} else {
+			w.Null()
+		}
+	}
+}
+
+// ZRank is ZRANK key member and ZREVRANK key member.
+type ZRank struct {
+	backends.Passed
+	member []byte
+	rev    bool
+	rank   int64
+	found  bool
+}
+
+// ParseZRank reads ZRANK and ZREVRANK.
+func ParseZRank(args [][]byte) (Command, error) {
+	op := &ZRank{member: args[2], rev: is(args[0], "zrevrank")}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (op *ZRank) Name() string {
+	if op.rev {
+		return "zrevrank"
+	}
+	return "zrank"
+}
+func (*ZRank) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *ZRank) Run(v backends.View) error {
+	op.rank, op.found = 0, false
+	z, err := zsetOf(v, 0)
+	if z == nil || err != nil {
+		return err
+	}
+	r, ok := z.Rank(stringOf(op.member))
+	if ok && op.rev {
+		r = z.Len() - 1 - r
+	}
+	op.rank, op.found = int64(r), ok
+	return nil
+}
+
+func (op *ZRank) Reply(w Writer) {
+	if !op.found {
+		w.Null()
+		return
+	}
+	w.Int(op.rank)
+}
+
+// ZCount is ZCOUNT key min max: how many members have a score in Range.
+type ZCount struct {
+	backends.Passed
+	Range ScoreRange
+	Count int64
+}
+
+// ParseZCount reads ZCOUNT.
+func ParseZCount(args [][]byte) (Command, error) {
+	r, err := parseScoreRange(args[2], args[3])
+	if err != nil {
+		return nil, err
+	}
+	op := &ZCount{Range: r}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*ZCount) Name() string            { return "zcount" }
+func (*ZCount) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *ZCount) Run(v backends.View) error {
+	op.Count = 0
+	z, err := zsetOf(v, 0)
+	if z == nil || err != nil {
+		return err
+	}
+	if first := z.firstInScore(op.Range); first != nil {
+		last := z.lastInScore(op.Range)
+		op.Count = int64(z.sl.rank(last) - z.sl.rank(first) + 1)
+	}
+	return nil
+}
+
+func (op *ZCount) Reply(w Writer) { w.Int(op.Count) }
+
+// ZLexCount is ZLEXCOUNT key min max: how many members are in Range.
+type ZLexCount struct {
+	backends.Passed
+	Range LexRange
+	Count int64
+}
+
+// ParseZLexCount reads ZLEXCOUNT.
+func ParseZLexCount(args [][]byte) (Command, error) {
+	r, err := parseLexRange(args[2], args[3])
+	if err != nil {
+		return nil, err
+	}
+	op := &ZLexCount{Range: r}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*ZLexCount) Name() string            { return "zlexcount" }
+func (*ZLexCount) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *ZLexCount) Run(v backends.View) error {
+	op.Count = 0
+	z, err := zsetOf(v, 0)
+	if z == nil || err != nil {
+		return err
+	}
+	if first := z.firstInLex(op.Range); first != nil {
+		last := z.lastInLex(op.Range)
+		op.Count = int64(z.sl.rank(last) - z.sl.rank(first) + 1)
+	}
+	return nil
+}
+
+func (op *ZLexCount) Reply(w Writer) { w.Int(op.Count) }
+
+var (
+	_ Command = (*ZAdd)(nil)
+	_ Command = (*ZRem)(nil)
+	_ Command = (*ZCard)(nil)
+	_ Command = (*ZScore)(nil)
+	_ Command = (*ZMScore)(nil)
+	_ Command = (*ZRank)(nil)
+	_ Command = (*ZCount)(nil)
+	_ Command = (*ZLexCount)(nil)
+)
