@@ -2,8 +2,12 @@ package coll
 
 import "slices"
 
-// at1 is the KeyAt of a command whose one key is its first argument.
-var at1 = []int{1}
+// KeyAt of the commands whose keys are their first argument (at1), or
+// their first two (at12).
+var (
+	at1  = []int{1}
+	at12 = []int{1, 2}
+)
 
 // is reports whether arg is the word w (lowercase), in any case.
 func is(arg []byte, w string) bool {

@@ -9,8 +9,6 @@ import (
 // List commands over several keys: LMOVE and RPOPLPUSH (a source and a
 // destination), LMPOP (the first of its keys that holds a list).
 
-// at12 is the KeyAt of a command whose keys are its first two arguments.
-var at12 = []int{1, 2}
 
 // LMove is LMOVE source destination LEFT|RIGHT LEFT|RIGHT, and RPOPLPUSH
 // source destination (RIGHT LEFT). Keys: 0 the source, 1 the destination;

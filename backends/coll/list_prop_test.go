@@ -3,6 +3,7 @@ package coll
 import (
 	"bytes"
 	"fmt"
+	"github.com/pgcache/pgcache/backends"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -207,14 +208,14 @@ func TestParseLong(t *testing.T) {
 		{"-0", 0, false}, {"+1", 0, false}, {"01", 0, false}, {" 1", 0, false}, {"1 ", 0, false},
 		{"", 0, false}, {"-", 0, false}, {"1.0", 0, false}, {"00000000000000000000001", 0, false},
 	} {
-		got, ok := parseLong([]byte(tc.in))
+		got, ok := backends.ParseInt([]byte(tc.in))
 		if got != tc.want || ok != tc.ok {
-			t.Errorf("parseLong(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+			t.Errorf("ParseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }
 
-func TestParseTimeout(t *testing.T) {
+func TestParseTimeoutCases(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int64 // milliseconds; -1 for "negative", -2 for "not a float"
@@ -232,9 +233,9 @@ func TestParseTimeout(t *testing.T) {
 		switch err {
 		case nil:
 			got = d.Milliseconds()
-		case errTimeoutNegative:
+		case errTimeoutNeg:
 			got = -1
-		case errTimeoutNotFloat:
+		case errTimeout:
 			got = -2
 		default:
 			t.Fatalf("parseTimeout(%q): %v", tc.in, err)

@@ -70,7 +70,6 @@ var zrangeForms = []struct {
 	{"zrevrangebylex", zrangeForm{key: 1, by: ByLex, byFixed: true, rev: true, revFixed: true}},
 }
 
-var at12 = []int{1, 2}
 
 // ParseZRange reads ZRANGE, ZRANGESTORE, ZREVRANGE, ZRANGEBYSCORE,
 // ZREVRANGEBYSCORE, ZRANGEBYLEX and ZREVRANGEBYLEX.
@@ -98,10 +97,10 @@ func ParseZRange(args [][]byte) (Command, error) {
 			op.WithScores = true
 		case is(a, "limit") && left >= 2:
 			var err error
-			if op.Offset, err = parseLong(args[j+1]); err != nil {
+			if op.Offset, err = longArg(args[j+1]); err != nil {
 				return nil, err
 			}
-			if op.Count, err = parseLong(args[j+2]); err != nil {
+			if op.Count, err = longArg(args[j+2]); err != nil {
 				return nil, err
 			}
 			j += 2
@@ -129,8 +128,8 @@ func ParseZRange(args [][]byte) (Command, error) {
 	var err error
 	switch op.By {
 	case ByRank:
-		if op.Start, err = parseLong(lo); err == nil {
-			op.Stop, err = parseLong(hi)
+		if op.Start, err = longArg(lo); err == nil {
+			op.Stop, err = longArg(hi)
 		}
 	case ByScore:
 		op.Score, err = parseScoreRange(lo, hi)
@@ -300,8 +299,8 @@ func ParseZRemRange(args [][]byte) (Command, error) {
 	switch {
 	case is(args[0], "zremrangebyrank"):
 		op.By = ByRank
-		if op.Start, err = parseLong(args[2]); err == nil {
-			op.Stop, err = parseLong(args[3])
+		if op.Start, err = longArg(args[2]); err == nil {
+			op.Stop, err = longArg(args[3])
 		}
 	case is(args[0], "zremrangebyscore"):
 		op.By = ByScore

@@ -50,7 +50,7 @@ func ParseZScan(args [][]byte) (Command, error) {
 		more := len(args) - i
 		switch {
 		case is(args[i], "count") && more >= 2:
-			n, err := parseLong(args[i+1])
+			n, err := longArg(args[i+1])
 			if err == nil && n < 1 {
 				err = errSyntax
 			}
@@ -165,7 +165,7 @@ func ParseZRandMember(args [][]byte) (Command, error) {
 	if len(args) < 3 {
 		return op, nil
 	}
-	n, err := parseLong(args[2])
+	n, err := longArg(args[2])
 	if err != nil {
 		return nil, err
 	}

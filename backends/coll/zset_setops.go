@@ -92,7 +92,7 @@ func ParseZSetOp(args [][]byte) (Command, error) {
 	if op.store {
 		at = 2
 	}
-	n, err := parseLong(args[at])
+	n, err := longArg(args[at])
 	if err != nil {
 		return nil, err
 	}

@@ -9,15 +9,14 @@ import (
 	"github.com/pgcache/pgcache/backends"
 )
 
-// Number parsing as Redis 7.0 does it for sorted sets (and for the
-// timeouts of every blocking command): scores and weights through C's
-// strtod (util.c string2d), the ends of a score range through strtod with
-// its looser checks (t_zset.c zslParseRange), timeouts through strtold
+// Number parsing as Redis 7.0 does it: integers as string2ll (longArg),
+// scores and weights through C's strtod (util.c string2d), the ends of a
+// score range through strtod with its looser checks (t_zset.c
+// zslParseRange), the timeouts of every blocking command through strtold
 // (util.c string2ld), cursors through strtoul. Go's strconv reads a
 // different language (no hexadecimal without an exponent, no "infinity"
 // prefix rules, underscores), so the longest prefix C would read is found
-// here, and only what C accepts reaches strconv. These helpers are not
-// specific to sorted sets: a shared file may take them.
+// here, and only what C accepts reaches strconv.
 
 var (
 	errMinMaxFloat = backends.Refusal("ERR min or max is not a float")
@@ -377,11 +376,23 @@ func parseCursor(b []byte) (uint64, error) {
 	return n, nil
 }
 
-// parseLong reads an integer as Redis's getLongFromObjectOrReply.
-func parseLong(b []byte) (int64, error) {
+// longArg is getLongFromObjectOrReply: an integer as string2ll reads one
+// (backends.ParseInt), or Redis's error.
+func longArg(b []byte) (int64, error) {
 	n, ok := backends.ParseInt(b)
 	if !ok {
 		return 0, errNotInteger
+	}
+	return n, nil
+}
+
+// rangeArg is getRangeLongFromObjectOrReply with a message: an integer in
+// [lo, hi], or msg when it is not one or is out of that range (Redis uses
+// the one message for both).
+func rangeArg(b []byte, lo, hi int64, msg backends.Refusal) (int64, error) {
+	n, ok := backends.ParseInt(b)
+	if !ok || n < lo || n > hi {
+		return 0, msg
 	}
 	return n, nil
 }
