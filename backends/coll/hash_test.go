@@ -27,7 +27,34 @@ func init() {
 	parsers["hrandfield"] = ParseHRandField
 	parsers["hscan"] = ParseHScan
 	parsers["object"] = parseObjectEncoding
+	parsers["exists"] = parseExists
 }
+
+// exists is EXISTS key [key ...], for the tests only: how many of the keys
+// hold a value.
+type exists struct {
+	backends.Passed
+	n int64
+}
+
+func parseExists(args [][]byte) (Command, error) {
+	op := &exists{}
+	op.Args, op.KeyAt = args, keysFrom(args, 1)
+	return op, nil
+}
+
+func (*exists) Name() string            { return "exists" }
+func (*exists) Writes() backends.Writes { return backends.ReadOnly }
+func (op *exists) Run(v backends.View) error {
+	op.n = 0
+	for i := range op.KeyAt {
+		if v.Type(i) != backends.TypeNone {
+			op.n++
+		}
+	}
+	return nil
+}
+func (op *exists) Reply(w Writer) { w.Int(op.n) }
 
 // objectEncoding is OBJECT ENCODING key, for the tests only (the RESP
 // front answers it): what a value's Encoding says.
