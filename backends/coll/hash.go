@@ -56,22 +56,33 @@ func (h *Hash) Get(f string) ([]byte, bool) {
 	return h.vals[i], true
 }
 
-// Set sets field f to v (v is kept: the caller must not change it) and
-// reports whether f is new.
+// Set sets field f to v and reports whether f is new. v is kept (the
+// caller must not change it), and so is f when it is new: a caller that
+// borrows f's bytes passes Key's string instead.
 func (h *Hash) Set(f string, v []byte) (added bool) {
-	h.j.touch(f)
 	h.maxElem = max(h.maxElem, len(f), len(v))
 	if i, ok := h.idx[f]; ok {
+		h.j.touch(h.fields[i])
 		h.weight += int64(len(v) - len(h.vals[i]))
 		h.vals[i] = v
 		return false
 	}
+	h.j.touch(f)
 	h.idx[f] = int32(len(h.fields))
 	h.fields = append(h.fields, f)
 	h.vals = append(h.vals, v)
 	h.weight += int64(len(f)+len(v)) + perEntry
 	h.maxLen = max(h.maxLen, len(h.fields))
 	return true
+}
+
+// Key returns the hash's own string for field f when it has one, and a
+// copy of f otherwise: what Set may keep.
+func (h *Hash) Key(f []byte) string {
+	if i, ok := h.idx[stringOf(f)]; ok {
+		return h.fields[i]
+	}
+	return string(f)
 }
 
 // Del removes field f and reports whether it was there. A hash that is
@@ -86,7 +97,7 @@ func (h *Hash) Del(f string, l *Limits) bool {
 	if !ok {
 		return false
 	}
-	h.j.touch(f)
+	h.j.touch(h.fields[i]) // f may be borrowed
 	h.weight -= int64(len(f)+len(h.vals[i])) + perEntry
 	last := len(h.fields) - 1
 	switch {

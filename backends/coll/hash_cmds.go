@@ -51,7 +51,7 @@ func (op *HSet) Run(v backends.View) error {
 	}
 	op.added = 0
 	for i := 0; i < len(op.pairs); i += 2 {
-		if h.Set(string(op.pairs[i]), clone(op.pairs[i+1])) {
+		if h.Set(h.Key(op.pairs[i]), clone(op.pairs[i+1])) {
 			op.added++
 		}
 	}

@@ -63,7 +63,7 @@ func (op *HIncrBy) Run(v backends.View) error {
 		v.Put(0, h)
 	}
 	op.result = old + op.incr
-	h.Set(string(op.field), strconv.AppendInt(nil, op.result, 10))
+	h.Set(h.Key(op.field), strconv.AppendInt(nil, op.result, 10))
 	return nil
 }
 
@@ -123,7 +123,7 @@ func (op *HIncrByFloat) Run(v backends.View) error {
 		v.Put(0, h)
 	}
 	op.result = sum.text()
-	h.Set(string(op.field), op.result)
+	h.Set(h.Key(op.field), op.result)
 	return nil
 }
 

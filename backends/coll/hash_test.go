@@ -114,7 +114,7 @@ func TestHSetHGet(t *testing.T) {
 func TestHashSmallCommands(t *testing.T) {
 	same(t,
 		"SET str v",
-		"HSET set m 1",
+		"SADD set m",
 		// HSETNX
 		"HSETNX h a 1",
 		"HSETNX h a 2",

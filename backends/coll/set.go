@@ -82,7 +82,7 @@ func (s *Set) Rem(m string) bool {
 	if !ok {
 		return false
 	}
-	s.j.touch(m)
+	s.j.touch(s.members[i]) // m may be borrowed
 	s.weight -= int64(len(m)) + perEntry
 	last := len(s.members) - 1
 	if int(i) != last {
