@@ -1,7 +1,6 @@
 package coll
 
 import (
-	"math/big"
 	"strconv"
 
 	"github.com/pgcache/pgcache/backends"
@@ -106,7 +105,7 @@ func (op *HIncrByFloat) Run(v backends.View) error {
 	if err != nil {
 		return err
 	}
-	old := ld{m: new(big.Int)} // a missing field is 0
+	var old ld // a missing field is 0
 	if h != nil {
 		if cur, ok := h.Get(stringOf(op.field)); ok {
 			if old, ok = parseLD(cur); !ok {

@@ -16,10 +16,11 @@ import (
 // (INCRBYFLOAT on strings does the same in Redis; the repository's
 // backends.IncrByFloat formats float64's shortest form instead.)
 
-// ld is a long double: (-1)^neg × m × 2^e, or an infinity.
+// ld is a long double: (-1)^neg × m × 2^e, or an infinity. Its zero value
+// is 0.
 type ld struct {
 	neg, inf bool
-	m        *big.Int // the significand, at most 64 bits; zero for 0
+	m        uint64 // the significand; 0 for 0
 	e        int
 }
 
@@ -73,10 +74,16 @@ func parseLD(b []byte) (ld, bool) {
 		ok  bool
 		abs ld
 	)
-	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+	switch {
+	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'):
 		abs, r, ok = parseHexLD(s[2:])
-	} else {
-		abs, r, ok = parseDecLD(s)
+	default:
+		var fast bool
+		if abs, fast = parseDecFast(s); fast {
+			r, ok = ldOK, true
+		} else {
+			abs, r, ok = parseDecLD(s)
+		}
 	}
 	if !ok || r != ldOK {
 		return ld{}, false
@@ -103,7 +110,7 @@ func parseDecLD(s string) (ld, ldRange, bool) {
 	}
 	n, trimmed := digitsInt(mant+frac, 10)
 	if n.Sign() == 0 {
-		return ld{m: n}, ldOK, true
+		return ld{}, ldOK, true
 	}
 	// mant+frac without its leading zeros has `trimmed` digits and stands
 	// for n × 10^(exp - len(frac)).
@@ -142,7 +149,7 @@ func parseHexLD(s string) (ld, ldRange, bool) {
 	}
 	n, _ := digitsInt(mant+frac, 16)
 	if n.Sign() == 0 {
-		return ld{m: n}, ldOK, true
+		return ld{}, ldOK, true
 	}
 	e := exp - 4*len(frac)
 	top := n.BitLen() - 1 + e
@@ -259,7 +266,7 @@ func roundLD(num, den *big.Int, e int) (ld, ldRange) {
 	case q.BitLen()-1+lsb > ldMaxTop:
 		return ld{inf: true}, ldOverflow
 	}
-	return ld{m: q, e: lsb}, ldOK
+	return ld{m: q.Uint64(), e: lsb}, ldOK
 }
 
 // cmpShifted compares num with den × 2^s.
@@ -273,19 +280,25 @@ func cmpShifted(num, den *big.Int, s int) int {
 // addLD is x + y as the x87 unit adds them; an infinity is an overflow
 // (HINCRBYFLOAT refuses both, so no NaN is ever made).
 func addLD(x, y ld) (ld, bool) {
-	if x.inf || y.inf {
-		return ld{inf: true}, false
-	}
 	switch {
-	case x.m.Sign() == 0:
+	case x.inf || y.inf:
+		return ld{inf: true}, false
+	case x.m == 0:
 		return y, true
-	case y.m.Sign() == 0:
+	case y.m == 0:
 		return x, true
 	}
-	// Both exact: align on the smaller exponent, add as integers, round.
+	if v, r, ok := addFast(x, y); ok {
+		return v, r != ldOverflow
+	}
+	return addBig(x, y)
+}
+
+// addBig adds exactly, on the smaller exponent, then rounds.
+func addBig(x, y ld) (ld, bool) {
 	e := min(x.e, y.e)
-	a := new(big.Int).Lsh(x.m, uint(x.e-e))
-	b := new(big.Int).Lsh(y.m, uint(y.e-e))
+	a := new(big.Int).Lsh(new(big.Int).SetUint64(x.m), uint(x.e-e))
+	b := new(big.Int).Lsh(new(big.Int).SetUint64(y.m), uint(y.e-e))
 	if x.neg {
 		a.Neg(a)
 	}
@@ -294,7 +307,7 @@ func addLD(x, y ld) (ld, bool) {
 	}
 	a.Add(a, b)
 	if a.Sign() == 0 {
-		return ld{m: a}, true // +0, as round-to-nearest gives
+		return ld{}, true // +0, as round-to-nearest gives
 	}
 	neg := a.Sign() < 0
 	v, r := roundLD(a.Abs(a), big.NewInt(1), e)
@@ -306,14 +319,22 @@ func addLD(x, y ld) (ld, bool) {
 // the trailing zeros of the fraction and a bare point cut, and "-0" made
 // "0". x is finite.
 func (x ld) text() []byte {
+	if b, ok := x.textFast(); ok {
+		return b
+	}
+	return x.textBig()
+}
+
+func (x ld) textBig() []byte {
 	var digits string // the number × 10^17, rounded, without its sign
+	m := new(big.Int).SetUint64(x.m)
 	switch {
-	case x.m.Sign() == 0:
+	case x.m == 0:
 		digits = "0"
 	case x.e >= 0:
-		digits = new(big.Int).Lsh(x.m, uint(x.e)).String() + "00000000000000000"
+		digits = m.Lsh(m, uint(x.e)).String() + "00000000000000000"
 	default:
-		n := new(big.Int).Mul(x.m, pow10(17))
+		n := m.Mul(m, pow10(17))
 		d := new(big.Int).Lsh(big.NewInt(1), uint(-x.e))
 		q, rem := n.QuoRem(n, d, new(big.Int))
 		switch c := rem.Lsh(rem, 1).Cmp(d); {
@@ -322,12 +343,18 @@ func (x ld) text() []byte {
 		}
 		digits = q.String()
 	}
+	return humanLD(x.neg, digits)
+}
+
+// humanLD writes a number from the digits of its value × 10^17: "%.17Lf"
+// with the trailing zeros, a bare point and the sign of a zero cut.
+func humanLD(neg bool, digits string) []byte {
 	if len(digits) < 18 {
 		digits = strings.Repeat("0", 18-len(digits)) + digits
 	}
 	whole, frac := digits[:len(digits)-17], strings.TrimRight(digits[len(digits)-17:], "0")
 	out := make([]byte, 0, len(digits)+2)
-	if x.neg && (whole != "0" || frac != "") {
+	if neg && (whole != "0" || frac != "") {
 		out = append(out, '-')
 	}
 	out = append(out, whole...)
