@@ -104,7 +104,7 @@ func parseDecLD(s string) (ld, ldRange, bool) {
 		if rest[0] != 'e' && rest[0] != 'E' {
 			return ld{}, ldOK, false
 		}
-		if exp, ok = scanExponent(rest[1:]); !ok {
+		if exp, ok = ldExponent(rest[1:]); !ok {
 			return ld{}, ldOK, false
 		}
 	}
@@ -143,7 +143,7 @@ func parseHexLD(s string) (ld, ldRange, bool) {
 		if rest[0] != 'p' && rest[0] != 'P' {
 			return ld{}, ldOK, false
 		}
-		if exp, ok = scanExponent(rest[1:]); !ok {
+		if exp, ok = ldExponent(rest[1:]); !ok {
 			return ld{}, ldOK, false
 		}
 	}
@@ -167,13 +167,13 @@ func parseHexLD(s string) (ld, ldRange, bool) {
 // follows them; ok is false when there is no digit.
 func scanDigits(s string, base int) (mant, frac, rest string, ok bool) {
 	i := 0
-	for i < len(s) && isDigit(s[i], base) {
+	for i < len(s) && ldDigit(s[i], base) {
 		i++
 	}
 	mant, s = s[:i], s[i:]
 	if s != "" && s[0] == '.' {
 		i = 1
-		for i < len(s) && isDigit(s[i], base) {
+		for i < len(s) && ldDigit(s[i], base) {
 			i++
 		}
 		frac, s = s[1:i], s[i:]
@@ -181,9 +181,9 @@ func scanDigits(s string, base int) (mant, frac, rest string, ok bool) {
 	return mant, frac, s, mant != "" || frac != ""
 }
 
-// scanExponent reads [sign] digits, the whole of s; an exponent too large
+// ldExponent reads [sign] digits, the whole of s; an exponent too large
 // to matter is clamped (the number is out of range either way).
-func scanExponent(s string) (int, bool) {
+func ldExponent(s string) (int, bool) {
 	neg := false
 	if s != "" && (s[0] == '+' || s[0] == '-') {
 		neg = s[0] == '-'
@@ -194,7 +194,7 @@ func scanExponent(s string) (int, bool) {
 	}
 	e := 0
 	for i := range len(s) {
-		if !isDigit(s[i], 10) {
+		if !ldDigit(s[i], 10) {
 			return 0, false
 		}
 		if e < 1_000_000 {
@@ -207,7 +207,7 @@ func scanExponent(s string) (int, bool) {
 	return e, true
 }
 
-func isDigit(c byte, base int) bool {
+func ldDigit(c byte, base int) bool {
 	switch {
 	case '0' <= c && c <= '9':
 		return true

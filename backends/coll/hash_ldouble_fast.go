@@ -122,7 +122,7 @@ func parseDecFast(s string) (x ld, fast bool) {
 		if s[i] != 'e' && s[i] != 'E' {
 			return ld{}, false
 		}
-		if exp, ok = scanExponent(s[i+1:]); !ok {
+		if exp, ok = ldExponent(s[i+1:]); !ok {
 			return ld{}, false
 		}
 	}

@@ -39,7 +39,7 @@ type scanArgs struct {
 // the options that follow it.
 func parseScan(args [][]byte) (scanArgs, error) {
 	a := scanArgs{count: 10}
-	c, ok := parseCursor(args[2])
+	c, ok := readCursor(args[2])
 	if !ok {
 		return a, errInvalidCursor
 	}
@@ -70,10 +70,10 @@ func parseScan(args [][]byte) (scanArgs, error) {
 	return a, nil
 }
 
-// parseCursor reads a cursor as Redis's strtoul(…, 10) does: no leading
+// readCursor reads a cursor as Redis's strtoul(…, 10) does: no leading
 // space, an optional sign (a negative cursor wraps around), decimal digits
 // up to the first NUL, nothing else; an empty cursor is 0.
-func parseCursor(b []byte) (uint64, bool) {
+func readCursor(b []byte) (uint64, bool) {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
 	}
