@@ -106,6 +106,12 @@ func TestSetIntsetOrder(t *testing.T) {
 		"SINTERSTORE d s s2",
 		"SMEMBERS d",
 		"OBJECT ENCODING d",
+		// Of sets of one size, SINTER walks the first named.
+		"SADD i3 3 1 2",
+		"SADD w3 2 x 1",
+		"SINTER i3 w3",
+		"SINTER i3 w3 s",
+		"SINTERCARD 2 w3 i3",
 		// Numbers an intset does not hold.
 		"SADD n 007",
 		"OBJECT ENCODING n",
