@@ -581,3 +581,38 @@ func TestRunTwice(t *testing.T) {
 		}
 	}
 }
+
+// Read-only Ops run side by side on one value (under a store's read lock)
+// without a race: the intset's cached order is the one thing they store.
+func TestReadOnlyOpsSideBySide(t *testing.T) {
+	s := NewSet()
+	for i := range 300 {
+		s.Add(strconv.Itoa(i * 7 % 301))
+	}
+	h := bigHash(50)
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 200 {
+				line := []string{"SMEMBERS k", "SSCAN k 0", "SRANDMEMBER k 400", "HGETALL h", "HRANDFIELD h 3", "HSCAN h 0"}[(g+i)%6]
+				args := split(line)
+				op, _ := parsers[strings.ToLower(string(args[0]))](args)
+				sl := NewSlots([]string{string(args[1])}, &DefaultLimits)
+				if args[1][0] == 'k' {
+					sl.Load(0, s, false)
+				} else {
+					sl.Load(0, h, false)
+				}
+				if err := op.Run(sl); err != nil {
+					t.Error(err)
+					return
+				}
+				op.Reply(&respWriter{proto: 2})
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/pgcache/pgcache/backends"
 )
@@ -30,6 +31,10 @@ type Set struct {
 	maxLen int
 	wide   bool
 	j      *Journal
+	// ordered caches an intset's members in numeric order, for reads
+	// (SMEMBERS, SSCAN…) that run side by side: the first sorts and
+	// stores it, a change drops it. It is never changed once stored.
+	ordered atomic.Pointer[[]string]
 }
 
 // NewSet returns an empty set: an intset until a member makes it a hash
@@ -66,6 +71,7 @@ func (s *Set) Add(m string) bool {
 		return false
 	}
 	s.j.touch(m)
+	s.ordered.Store(nil)
 	if !s.wide && !isInt(m) {
 		s.wide = true
 	}
@@ -83,6 +89,7 @@ func (s *Set) Rem(m string) bool {
 		return false
 	}
 	s.j.touch(s.members[i]) // m may be borrowed
+	s.ordered.Store(nil)
 	s.weight -= int64(len(m)) + perEntry
 	last := len(s.members) - 1
 	if int(i) != last {
@@ -124,18 +131,24 @@ func (s *Set) intset(l *Limits) bool {
 
 // Sorted returns the members in the order Redis answers SMEMBERS in: an
 // intset's ascending numeric order, the set's own order otherwise. The
-// slice is the caller's.
+// slice is never changed afterwards, by the set or by the caller.
 func (s *Set) Sorted(l *Limits) []string {
-	out := slices.Clone(s.members)
-	if s.intset(l) {
-		sortInts(out)
+	if !s.intset(l) {
+		return slices.Clone(s.members)
 	}
+	if p := s.ordered.Load(); p != nil {
+		return *p
+	}
+	out := slices.Clone(s.members)
+	sortInts(out)
+	s.ordered.Store(&out)
 	return out
 }
 
 // rebuilt forgets the set's history, as if it were made anew from its
 // members (SPOP keeps a new set of the members it leaves, in Redis).
 func (s *Set) rebuilt() {
+	s.ordered.Store(nil)
 	s.maxLen, s.wide = len(s.members), false
 	for _, m := range s.members {
 		if !isInt(m) {

@@ -166,9 +166,7 @@ func (op *SInter) Run(v backends.View) error {
 		}
 		op.n = store(v, result)
 	default:
-		ms := first.Sorted(LimitsOf(v))
-		op.out = ms[:0]
-		for _, m := range ms {
+		for _, m := range first.Sorted(LimitsOf(v)) {
 			if in(m) {
 				op.out = append(op.out, m)
 			}
