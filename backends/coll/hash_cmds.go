@@ -338,6 +338,9 @@ func (op *HGetAll) Run(v backends.View) error {
 	if h == nil || err != nil {
 		return err
 	}
+	if n := h.Len() * int(b2i(op.keys)+b2i(op.vals)); cap(op.out) < n {
+		op.out = make([][]byte, 0, n)
+	}
 	for i := range h.Len() {
 		f, val := h.At(i)
 		if op.keys {
