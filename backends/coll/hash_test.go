@@ -359,7 +359,7 @@ func TestHIncrByFloat(t *testing.T) {
 func TestHIncrByFloatRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	num := func() string {
-		switch r.IntN(6) {
+		switch r.IntN(9) {
 		case 0:
 			return fmt.Sprint(r.IntN(2000) - 1000)
 		case 1:
@@ -370,15 +370,21 @@ func TestHIncrByFloatRandom(t *testing.T) {
 			return fmt.Sprintf("%.3e", r.NormFloat64()*1e10)
 		case 4:
 			return fmt.Sprintf("0.%d", r.Uint64())
+		case 5:
+			return fmt.Sprintf("%de%d", r.IntN(100), r.IntN(40)-20)
+		case 6:
+			return fmt.Sprintf("%d.%de%d", r.IntN(100), r.IntN(1000), r.IntN(800)-400)
+		case 7:
+			return fmt.Sprintf("-0x%x.%xp%d", r.IntN(1<<20), r.IntN(1<<12), r.IntN(200)-100)
 		}
-		return fmt.Sprintf("%de%d", r.IntN(100), r.IntN(40)-20)
+		return fmt.Sprintf("%d%018d", r.IntN(1000), r.Uint64()%1e18)
 	}
 	script := []string{}
 	for i := range 400 {
 		script = append(script, fmt.Sprintf("HINCRBYFLOAT h f%d %s", i%20, num()))
 	}
-	script = append(script, "HGETALL h")
-	same(t, script...)
+	script = append(script, "[pairs] HGETALL h")
+	sameAs(t, script...)
 }
 
 func TestHRandField(t *testing.T) {
