@@ -184,7 +184,7 @@ func (op *SInter) Reply(w Writer) {
 }
 
 // SUnion is SUNION key [key ...] and SUNIONSTORE destination key [key
-// ...]; SDiff is SDIFF and SDIFFSTORE.
+// ...], and SDIFF and SDIFFSTORE, which take the same arguments.
 type SUnion struct {
 	backends.Passed
 	from  int
