@@ -8,8 +8,10 @@ import (
 
 // Hash is a Redis hash: fields and their values. Fields are held in a
 // dense slice with a map from field to position, so a lookup is O(1), and
-// so is a field picked at random (HRANDFIELD), uniformly; a removal moves
-// the last field into the hole.
+// so is a field picked at random (HRANDFIELD), uniformly. The slice is in
+// the order Redis answers HGETALL in while the hash is small (a listpack:
+// insertion order); a removal from a larger one moves the last field into
+// the hole (see Del).
 type Hash struct {
 	idx    map[string]int32
 	fields []string
@@ -54,16 +56,18 @@ func (h *Hash) Get(f string) ([]byte, bool) {
 	return h.vals[i], true
 }
 
-// Set sets field f to v (v is kept: the caller must not change it) and
-// reports whether f is new.
+// Set sets field f to v and reports whether f is new. v is kept (the
+// caller must not change it), and so is f when it is new: a caller that
+// borrows f's bytes passes Key's string instead.
 func (h *Hash) Set(f string, v []byte) (added bool) {
-	h.j.touch(f)
 	h.maxElem = max(h.maxElem, len(f), len(v))
 	if i, ok := h.idx[f]; ok {
+		h.j.touch(h.fields[i])
 		h.weight += int64(len(v) - len(h.vals[i]))
 		h.vals[i] = v
 		return false
 	}
+	h.j.touch(f)
 	h.idx[f] = int32(len(h.fields))
 	h.fields = append(h.fields, f)
 	h.vals = append(h.vals, v)
@@ -72,16 +76,39 @@ func (h *Hash) Set(f string, v []byte) (added bool) {
 	return true
 }
 
-// Del removes field f and reports whether it was there.
-func (h *Hash) Del(f string) bool {
+// Key returns the hash's own string for field f when it has one, and a
+// copy of f otherwise: what Set may keep.
+func (h *Hash) Key(f []byte) string {
+	if i, ok := h.idx[stringOf(f)]; ok {
+		return h.fields[i]
+	}
+	return string(f)
+}
+
+// Del removes field f and reports whether it was there. A hash that is
+// still a listpack to Redis (Encoding under l; nil is DefaultLimits) keeps
+// its order, as a listpack does, so HGETALL answers a small hash in the
+// order Redis does: the later fields move down, O(N) for N at most
+// hash-max-listpack-entries, as Redis's own delete is. A larger hash moves
+// its last field into the hole, O(1); its order is a hash table's to
+// Redis, which no client can count on.
+func (h *Hash) Del(f string, l *Limits) bool {
 	i, ok := h.idx[f]
 	if !ok {
 		return false
 	}
-	h.j.touch(f)
+	h.j.touch(h.fields[i]) // f may be borrowed
 	h.weight -= int64(len(f)+len(h.vals[i])) + perEntry
 	last := len(h.fields) - 1
-	if int(i) != last {
+	switch {
+	case int(i) == last:
+	case h.small(l):
+		copy(h.fields[i:], h.fields[i+1:])
+		copy(h.vals[i:], h.vals[i+1:])
+		for k := int(i); k < last; k++ {
+			h.idx[h.fields[k]] = int32(k)
+		}
+	default:
 		h.fields[i], h.vals[i] = h.fields[last], h.vals[last]
 		h.idx[h.fields[i]] = i
 	}
@@ -105,10 +132,19 @@ func (h *Hash) Random() (string, []byte) {
 // Encoding is what OBJECT ENCODING reports: listpack while the hash has
 // never had more fields, or a longer field or value, than l allows.
 func (h *Hash) Encoding(l *Limits) string {
-	if int64(h.maxLen) <= l.HashMaxListpackEntries && int64(h.maxElem) <= l.HashMaxListpackValue {
+	if h.small(l) {
 		return "listpack"
 	}
 	return "hashtable"
+}
+
+// small reports whether the hash is a listpack to Redis under l (nil:
+// DefaultLimits): returned whole by HSCAN, kept in insertion order.
+func (h *Hash) small(l *Limits) bool {
+	if l == nil {
+		l = &DefaultLimits
+	}
+	return int64(h.maxLen) <= l.HashMaxListpackEntries && int64(h.maxElem) <= l.HashMaxListpackValue
 }
 
 var _ backends.Value = (*Hash)(nil)

@@ -51,7 +51,7 @@ func (op *HSet) Run(v backends.View) error {
 	}
 	op.added = 0
 	for i := 0; i < len(op.pairs); i += 2 {
-		if h.Set(string(op.pairs[i]), clone(op.pairs[i+1])) {
+		if h.Set(h.Key(op.pairs[i]), clone(op.pairs[i+1])) {
 			op.added++
 		}
 	}
@@ -100,4 +100,274 @@ func (op *HGet) Reply(w Writer) {
 		return
 	}
 	w.Bulk(op.val)
+}
+
+// HSetNX is HSETNX key field value.
+type HSetNX struct {
+	backends.Passed
+	field, val []byte
+	added      bool
+}
+
+// ParseHSetNX reads HSETNX.
+func ParseHSetNX(args [][]byte) (Command, error) {
+	op := &HSetNX{field: args[2], val: args[3]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*HSetNX) Name() string            { return "hsetnx" }
+func (*HSetNX) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *HSetNX) Run(v backends.View) error {
+	op.added = false
+	h, err := hashOf(v, 0)
+	if err != nil {
+		return err
+	}
+	if h == nil {
+		h = NewHash()
+		v.Put(0, h)
+	}
+	if _, ok := h.Get(stringOf(op.field)); ok {
+		return nil
+	}
+	op.added = h.Set(string(op.field), clone(op.val))
+	return nil
+}
+
+func (op *HSetNX) Reply(w Writer) { w.Int(b2i(op.added)) }
+
+// HMGet is HMGET key field [field ...].
+type HMGet struct {
+	backends.Passed
+	fields [][]byte
+	vals   [][]byte // nil where the field is missing
+}
+
+// ParseHMGet reads HMGET.
+func ParseHMGet(args [][]byte) (Command, error) {
+	op := &HMGet{fields: args[2:]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*HMGet) Name() string            { return "hmget" }
+func (*HMGet) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *HMGet) Run(v backends.View) error {
+	op.vals = op.vals[:0]
+	h, err := hashOf(v, 0)
+	if err != nil {
+		return err
+	}
+	for _, f := range op.fields {
+		var val []byte
+		if h != nil {
+			var ok bool
+			if val, ok = h.Get(stringOf(f)); ok && val == nil {
+				val = []byte{}
+			}
+		}
+		op.vals = append(op.vals, val)
+	}
+	return nil
+}
+
+func (op *HMGet) Reply(w Writer) {
+	w.Array(len(op.vals))
+	for _, val := range op.vals {
+		if val == nil {
+			w.Null()
+			continue
+		}
+		w.Bulk(val)
+	}
+}
+
+// HDel is HDEL key field [field ...].
+type HDel struct {
+	backends.Passed
+	fields  [][]byte
+	deleted int64
+}
+
+// ParseHDel reads HDEL.
+func ParseHDel(args [][]byte) (Command, error) {
+	op := &HDel{fields: args[2:]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*HDel) Name() string            { return "hdel" }
+func (*HDel) Writes() backends.Writes { return backends.WritesAll }
+
+// Run needs the View's Limits: a small hash keeps its order (Hash.Del).
+func (op *HDel) Run(v backends.View) error {
+	op.deleted = 0
+	h, err := hashOf(v, 0)
+	if h == nil || err != nil {
+		return err
+	}
+	l := LimitsOf(v)
+	for _, f := range op.fields {
+		if h.Del(stringOf(f), l) {
+			op.deleted++
+		}
+	}
+	return nil
+}
+
+func (op *HDel) Reply(w Writer) { w.Int(op.deleted) }
+
+// HExists is HEXISTS key field.
+type HExists struct {
+	backends.Passed
+	field []byte
+	found bool
+}
+
+// ParseHExists reads HEXISTS.
+func ParseHExists(args [][]byte) (Command, error) {
+	op := &HExists{field: args[2]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*HExists) Name() string            { return "hexists" }
+func (*HExists) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *HExists) Run(v backends.View) error {
+	op.found = false
+	h, err := hashOf(v, 0)
+	if h == nil || err != nil {
+		return err
+	}
+	_, op.found = h.Get(stringOf(op.field))
+	return nil
+}
+
+func (op *HExists) Reply(w Writer) { w.Int(b2i(op.found)) }
+
+// HLen is HLEN key.
+type HLen struct {
+	backends.Passed
+	n int64
+}
+
+// ParseHLen reads HLEN.
+func ParseHLen(args [][]byte) (Command, error) {
+	op := &HLen{}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*HLen) Name() string            { return "hlen" }
+func (*HLen) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *HLen) Run(v backends.View) error {
+	op.n = 0
+	h, err := hashOf(v, 0)
+	if h == nil || err != nil {
+		return err
+	}
+	op.n = int64(h.Len())
+	return nil
+}
+
+func (op *HLen) Reply(w Writer) { w.Int(op.n) }
+
+// HStrLen is HSTRLEN key field.
+type HStrLen struct {
+	backends.Passed
+	field []byte
+	n     int64
+}
+
+// ParseHStrLen reads HSTRLEN.
+func ParseHStrLen(args [][]byte) (Command, error) {
+	op := &HStrLen{field: args[2]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*HStrLen) Name() string            { return "hstrlen" }
+func (*HStrLen) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *HStrLen) Run(v backends.View) error {
+	op.n = 0
+	h, err := hashOf(v, 0)
+	if h == nil || err != nil {
+		return err
+	}
+	val, _ := h.Get(stringOf(op.field))
+	op.n = int64(len(val))
+	return nil
+}
+
+func (op *HStrLen) Reply(w Writer) { w.Int(op.n) }
+
+// HGetAll is HGETALL key, and HKEYS and HVALS, which answer half of it.
+type HGetAll struct {
+	backends.Passed
+	keys, vals bool     // what the command answers
+	out        [][]byte // fields, values or both alternating, in the hash's order
+}
+
+// ParseHGetAll reads HGETALL, HKEYS and HVALS.
+func ParseHGetAll(args [][]byte) (Command, error) {
+	op := &HGetAll{keys: !is(args[0], "hvals"), vals: !is(args[0], "hkeys")}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (op *HGetAll) Name() string {
+	switch {
+	case !op.vals:
+		return "hkeys"
+	case !op.keys:
+		return "hvals"
+	}
+	return "hgetall"
+}
+func (*HGetAll) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *HGetAll) Run(v backends.View) error {
+	op.out = op.out[:0]
+	h, err := hashOf(v, 0)
+	if h == nil || err != nil {
+		return err
+	}
+	if n := h.Len() * int(b2i(op.keys)+b2i(op.vals)); cap(op.out) < n {
+		op.out = make([][]byte, 0, n)
+	}
+	for i := range h.Len() {
+		f, val := h.At(i)
+		if op.keys {
+			op.out = append(op.out, bytesOf(f))
+		}
+		if op.vals {
+			op.out = append(op.out, val)
+		}
+	}
+	return nil
+}
+
+func (op *HGetAll) Reply(w Writer) {
+	if op.keys && op.vals {
+		w.Map(len(op.out) / 2)
+	} else {
+		w.Array(len(op.out))
+	}
+	for _, b := range op.out {
+		w.Bulk(b)
+	}
+}
+
+// b2i is a boolean as Redis's 1 or 0.
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -9,7 +9,7 @@ import "github.com/pgcache/pgcache/backends"
 // once passed a threshold reports the larger encoding for good, as Redis
 // never converts back.
 type Limits struct {
-	HashMaxListpackEntries int64 // 128
+	HashMaxListpackEntries int64 // 512
 	HashMaxListpackValue   int64 // 64 bytes, of a field or a value
 	SetMaxIntsetEntries    int64 // 512
 	ZSetMaxListpackEntries int64 // 128
@@ -20,7 +20,7 @@ type Limits struct {
 
 // DefaultLimits are Redis 7.0's defaults.
 var DefaultLimits = Limits{
-	HashMaxListpackEntries: 128,
+	HashMaxListpackEntries: 512,
 	HashMaxListpackValue:   64,
 	SetMaxIntsetEntries:    512,
 	ZSetMaxListpackEntries: 128,

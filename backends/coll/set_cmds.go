@@ -1,0 +1,306 @@
+package coll
+
+import (
+	"bytes"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// Set commands on one set, and SMOVE. Each is an Op: Parse… reads the
+// request, Run does it on the set, Reply answers as Redis 7.0 does. The
+// commands of several sets (SINTER, SUNIONSTORE…) are in set_algebra.go,
+// the random ones (SPOP, SRANDMEMBER) in set_rand.go.
+
+// setOf returns keys[i]'s set, nil when the key does not exist.
+func setOf(v backends.View, i int) (*Set, error) {
+	val, err := v.Get(i, backends.TypeSet)
+	if val == nil || err != nil {
+		return nil, err
+	}
+	return val.(*Set), nil
+}
+
+// writeMembers writes members as a set (RESP3's ~, an array in RESP2).
+func writeMembers(w Writer, ms []string) {
+	w.Set(len(ms))
+	for _, m := range ms {
+		w.Bulk(bytesOf(m))
+	}
+}
+
+// SAdd is SADD key member [member ...].
+type SAdd struct {
+	backends.Passed
+	members [][]byte
+	added   int64
+}
+
+// ParseSAdd reads SADD.
+func ParseSAdd(args [][]byte) (Command, error) {
+	op := &SAdd{members: args[2:]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*SAdd) Name() string            { return "sadd" }
+func (*SAdd) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *SAdd) Run(v backends.View) error {
+	op.added = 0
+	s, err := setOf(v, 0)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		s = NewSet()
+		v.Put(0, s)
+	}
+	for _, m := range op.members {
+		if !s.Has(stringOf(m)) && s.Add(string(m)) {
+			op.added++
+		}
+	}
+	return nil
+}
+
+func (op *SAdd) Reply(w Writer) { w.Int(op.added) }
+
+// SRem is SREM key member [member ...].
+type SRem struct {
+	backends.Passed
+	members [][]byte
+	removed int64
+}
+
+// ParseSRem reads SREM.
+func ParseSRem(args [][]byte) (Command, error) {
+	op := &SRem{members: args[2:]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*SRem) Name() string            { return "srem" }
+func (*SRem) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *SRem) Run(v backends.View) error {
+	op.removed = 0
+	s, err := setOf(v, 0)
+	if s == nil || err != nil {
+		return err
+	}
+	for _, m := range op.members {
+		if s.Rem(stringOf(m)) {
+			op.removed++
+		}
+	}
+	return nil
+}
+
+func (op *SRem) Reply(w Writer) { w.Int(op.removed) }
+
+// SMembers is SMEMBERS key.
+type SMembers struct {
+	backends.Passed
+	out []string
+}
+
+// ParseSMembers reads SMEMBERS.
+func ParseSMembers(args [][]byte) (Command, error) {
+	op := &SMembers{}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*SMembers) Name() string            { return "smembers" }
+func (*SMembers) Writes() backends.Writes { return backends.ReadOnly }
+
+// Run needs the View's Limits: an intset answers in numeric order.
+func (op *SMembers) Run(v backends.View) error {
+	op.out = nil
+	s, err := setOf(v, 0)
+	if s == nil || err != nil {
+		return err
+	}
+	op.out = s.Sorted(LimitsOf(v))
+	return nil
+}
+
+func (op *SMembers) Reply(w Writer) { writeMembers(w, op.out) }
+
+// SIsMember is SISMEMBER key member, and SMISMEMBER key member [member
+// ...], which answers an array.
+type SIsMember struct {
+	backends.Passed
+	members [][]byte
+	multi   bool
+	found   []bool
+}
+
+// ParseSIsMember reads SISMEMBER and SMISMEMBER.
+func ParseSIsMember(args [][]byte) (Command, error) {
+	op := &SIsMember{members: args[2:], multi: is(args[0], "smismember")}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (op *SIsMember) Name() string {
+	if op.multi {
+		return "smismember"
+	}
+	return "sismember"
+}
+func (*SIsMember) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *SIsMember) Run(v backends.View) error {
+	op.found = op.found[:0]
+	s, err := setOf(v, 0)
+	if err != nil {
+		return err
+	}
+	for _, m := range op.members {
+		op.found = append(op.found, s != nil && s.Has(stringOf(m)))
+	}
+	return nil
+}
+
+func (op *SIsMember) Reply(w Writer) {
+	if !op.multi {
+		w.Int(b2i(len(op.found) > 0 && op.found[0]))
+		return
+	}
+	w.Array(len(op.found))
+	for _, f := range op.found {
+		w.Int(b2i(f))
+	}
+}
+
+// SCard is SCARD key.
+type SCard struct {
+	backends.Passed
+	n int64
+}
+
+// ParseSCard reads SCARD.
+func ParseSCard(args [][]byte) (Command, error) {
+	op := &SCard{}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*SCard) Name() string            { return "scard" }
+func (*SCard) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *SCard) Run(v backends.View) error {
+	op.n = 0
+	s, err := setOf(v, 0)
+	if s == nil || err != nil {
+		return err
+	}
+	op.n = int64(s.Len())
+	return nil
+}
+
+func (op *SCard) Reply(w Writer) { w.Int(op.n) }
+
+// SMove is SMOVE source destination member: keys[0] is the source,
+// keys[1] the destination.
+type SMove struct {
+	backends.Passed
+	member []byte
+	same   bool // source and destination are one key
+	moved  bool
+}
+
+// ParseSMove reads SMOVE.
+func ParseSMove(args [][]byte) (Command, error) {
+	op := &SMove{member: args[3], same: bytes.Equal(args[1], args[2])}
+	op.Args, op.KeyAt = args, []int{1, 2}
+	return op, nil
+}
+
+func (*SMove) Name() string            { return "smove" }
+func (*SMove) Writes() backends.Writes { return backends.WritesAll }
+
+func (op *SMove) Run(v backends.View) error {
+	op.moved = false
+	// Redis looks at the source first: a missing source answers 0 even
+	// when the destination is of another type.
+	src, err := setOf(v, 0)
+	if src == nil || err != nil {
+		return err
+	}
+	dst, err := setOf(v, 1)
+	if err != nil {
+		return err
+	}
+	m := stringOf(op.member)
+	if op.same {
+		op.moved = src.Has(m)
+		return nil
+	}
+	if !src.Rem(m) {
+		return nil
+	}
+	op.moved = true
+	if dst == nil {
+		dst = NewSet()
+		v.Put(1, dst)
+	}
+	dst.Add(string(op.member))
+	return nil
+}
+
+func (op *SMove) Reply(w Writer) { w.Int(b2i(op.moved)) }
+
+// SScan is SSCAN key cursor [MATCH pattern] [COUNT count] (see
+// hash_scan.go).
+type SScan struct {
+	backends.Passed
+	scanArgs
+	next  uint64
+	elems [][]byte
+}
+
+// ParseSScan reads SSCAN.
+func ParseSScan(args [][]byte) (Command, error) {
+	a, err := parseScan(args)
+	if err != nil {
+		return nil, err
+	}
+	op := &SScan{scanArgs: a}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*SScan) Name() string            { return "sscan" }
+func (*SScan) Writes() backends.Writes { return backends.ReadOnly }
+
+// Run needs the View's Limits: an intset is returned whole, in order.
+func (op *SScan) Run(v backends.View) error {
+	op.next, op.elems = 0, op.elems[:0]
+	s, err := setOf(v, 0)
+	if s == nil || err != nil {
+		return err
+	}
+	if op.err != nil {
+		return op.err
+	}
+	if l := LimitsOf(v); s.intset(l) {
+		for _, m := range s.Sorted(l) {
+			if op.keep(m) {
+				op.elems = append(op.elems, bytesOf(m))
+			}
+		}
+		return nil
+	}
+	from, to, next := op.page(s.Len())
+	for i := to - 1; i >= from; i-- {
+		if m := s.At(i); op.keep(m) {
+			op.elems = append(op.elems, bytesOf(m))
+		}
+	}
+	op.next = next
+	return nil
+}
+
+func (op *SScan) Reply(w Writer) { writeScan(w, op.next, op.elems) }
