@@ -130,6 +130,7 @@ func (c *conn) writeReply(r backends.Reply, nullArray bool) {
 // collWriter is a connection as the Writer a coll.Command replies to.
 type collWriter conn
 
+func (w *collWriter) RESP3() bool     { return (*conn)(w).proto == 3 }
 func (w *collWriter) Int(n int64)     { (*conn)(w).writeInt(n) }
 func (w *collWriter) Bulk(b []byte)   { (*conn)(w).writeBulk(b) }
 func (w *collWriter) Status(s string) { (*conn)(w).writeSimple(s) }

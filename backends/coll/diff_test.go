@@ -126,6 +126,7 @@ type respWriter struct {
 	buf   bytes.Buffer
 }
 
+func (w *respWriter) RESP3() bool     { return w.proto == 3 }
 func (w *respWriter) Int(n int64)     { fmt.Fprintf(&w.buf, ":%d\r\n", n) }
 func (w *respWriter) Bulk(b []byte)   { fmt.Fprintf(&w.buf, "$%d\r\n%s\r\n", len(b), b) }
 func (w *respWriter) Status(s string) { fmt.Fprintf(&w.buf, "+%s\r\n", s) }

@@ -8,15 +8,6 @@ import (
 
 // HRANDFIELD, and the random picks it shares with SRANDMEMBER and SPOP.
 
-// resp3 reports whether w speaks RESP3, where Redis answers some pairs
-// (HRANDFIELD … WITHVALUES) as arrays of two instead of a flat array.
-// Writer does not say; a Writer that speaks RESP3 says so with a
-// RESP3() bool method, and one without it is taken for RESP2.
-func resp3(w Writer) bool {
-	p, ok := w.(interface{ RESP3() bool })
-	return ok && p.RESP3()
-}
-
 // errCountRange is Redis's getRangeLongFromObjectOrReply for the counts of
 // HRANDFIELD and SRANDMEMBER, which may be -LONG_MAX to LONG_MAX.
 const errCountRange = backends.Refusal("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
@@ -171,7 +162,7 @@ func (op *HRandField) Reply(w Writer) {
 	if op.poolF != nil {
 		n = op.poolN
 	}
-	pairs := op.withValues && resp3(w)
+	pairs := op.withValues && w.RESP3()
 	if op.withValues && !pairs {
 		w.Array(int(2 * n))
 	} else {

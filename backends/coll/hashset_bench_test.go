@@ -12,6 +12,7 @@ import (
 
 type discard struct{}
 
+func (discard) RESP3() bool    { return false }
 func (discard) Int(int64)      {}
 func (discard) Bulk([]byte)    {}
 func (discard) Status(string)  {}

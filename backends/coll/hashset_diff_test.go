@@ -15,7 +15,6 @@ import (
 // table answers in its table's order, a random pick is random.
 
 // RESP3 tells the Ops that the test writer speaks RESP3 (see resp3).
-func (w *respWriter) RESP3() bool { return w.proto == 3 }
 
 // node is a parsed RESP reply: its header line, and its elements for an
 // aggregate (a map's keys and values alternate).

@@ -31,6 +31,7 @@ func benchOp(b *testing.B, s *Slots, line string) {
 // Ops, not a connection.
 type nopWriter struct{}
 
+func (nopWriter) RESP3() bool    { return false }
 func (nopWriter) Int(int64)      {}
 func (nopWriter) Bulk([]byte)    {}
 func (nopWriter) Status(string)  {}

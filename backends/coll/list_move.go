@@ -9,7 +9,6 @@ import (
 // List commands over several keys: LMOVE and RPOPLPUSH (a source and a
 // destination), LMPOP (the first of its keys that holds a list).
 
-
 // LMove is LMOVE source destination LEFT|RIGHT LEFT|RIGHT, and RPOPLPUSH
 // source destination (RIGHT LEFT). Keys: 0 the source, 1 the destination;
 // one key named twice rotates its list.

@@ -23,6 +23,10 @@ func New(t backends.Type) backends.Value {
 		return NewHash()
 	case backends.TypeList:
 		return NewList()
+	case backends.TypeSet:
+		return NewSet()
+	case backends.TypeZSet:
+		return NewZSet()
 	}
 	panic(fmt.Sprintf("coll: New of type %v", t))
 }
@@ -35,6 +39,10 @@ func Add(v backends.Value, m Member) {
 		v.Set(string(m.Member), m.Value)
 	case *List:
 		v.Push(Right, m.Value)
+	case *Set:
+		v.Add(string(m.Member))
+	case *ZSet:
+		v.Add(string(m.Member), m.Score)
 	default:
 		panic(fmt.Sprintf("coll: Add to %T", v))
 	}
@@ -58,6 +66,19 @@ func Each(v backends.Value, fn func(Member) bool) {
 				return
 			}
 		}
+	case *Set:
+		for i := range v.Len() {
+			if !fn(Member{Member: bytesOf(v.At(i))}) {
+				return
+			}
+		}
+	case *ZSet:
+		for i := range v.Len() {
+			m, score := v.At(i)
+			if !fn(Member{Member: bytesOf(m), Score: score}) {
+				return
+			}
+		}
 	default:
 		panic(fmt.Sprintf("coll: Each of %T", v))
 	}
@@ -69,6 +90,11 @@ func Lookup(v backends.Value, m string) (Member, bool) {
 	case *Hash:
 		val, ok := v.Get(m)
 		return Member{Member: bytesOf(m), Value: val}, ok
+	case *Set:
+		return Member{Member: bytesOf(m)}, v.Has(m)
+	case *ZSet:
+		score, ok := v.Score(m)
+		return Member{Member: bytesOf(m), Score: score}, ok
 	}
 	return Member{}, false
 }
@@ -79,6 +105,10 @@ func Record(v backends.Value, j *Journal) {
 	case *Hash:
 		v.Journal(j)
 	case *List:
+		v.Journal(j)
+	case *Set:
+		v.Journal(j)
+	case *ZSet:
 		v.Journal(j)
 	default:
 		panic(fmt.Sprintf("coll: Record on %T", v))

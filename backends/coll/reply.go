@@ -27,6 +27,10 @@ type Writer interface {
 	// Double is a score: RESP3's double, RESP2's bulk, formatted as Redis
 	// formats scores.
 	Double(f float64)
+	// RESP3 reports whether the client speaks RESP3, where Redis answers
+	// some pairs (ZRANGE … WITHSCORES, HRANDFIELD … WITHVALUES) as arrays
+	// of two rather than flat.
+	RESP3() bool
 }
 
 // Command is an Op made from a client's request: it carries the request

@@ -27,18 +27,10 @@ func zsetOf(v backends.View, i int) (*ZSet, error) {
 	return val.(*ZSet), nil
 }
 
-// resp3 reports whether w writes RESP3, where Redis answers member-score
-// pairs as arrays of 2 rather than flat. A Writer says so with a RESP3
-// method; one without it writes RESP2.
-func resp3(w Writer) bool {
-	p, ok := w.(interface{ RESP3() bool })
-	return ok && p.RESP3()
-}
-
 // writeEntries answers entries as Redis's range replies: members, or with
 // scores, member and score flat in RESP2 and in pairs in RESP3.
 func writeEntries(w Writer, es []ZEntry, withScores bool) {
-	pairs := withScores && resp3(w)
+	pairs := withScores && w.RESP3()
 	if withScores && !pairs {
 		w.Array(2 * len(es))
 	} else {

@@ -47,7 +47,6 @@ func init() {
 }
 
 // RESP3 tells the Ops which protocol the test writer speaks (see resp3).
-func (w *respWriter) RESP3() bool { return w.proto == 3 }
 
 // testSet is a stand-in for the sets' Set: what ZUNION reads of one.
 type testSet struct {

@@ -89,7 +89,7 @@ func (op *ZPop) Reply(w Writer) {
 		return
 	}
 	// RESP3 nests the pairs only when a count was given.
-	nested := op.count != -1 && resp3(w)
+	nested := op.count != -1 && w.RESP3()
 	if nested {
 		w.Array(len(op.popped))
 	} else {

@@ -70,7 +70,6 @@ var zrangeForms = []struct {
 	{"zrevrangebylex", zrangeForm{key: 1, by: ByLex, byFixed: true, rev: true, revFixed: true}},
 }
 
-
 // ParseZRange reads ZRANGE, ZRANGESTORE, ZREVRANGE, ZRANGEBYSCORE,
 // ZREVRANGEBYSCORE, ZRANGEBYLEX and ZREVRANGEBYLEX.
 func ParseZRange(args [][]byte) (Command, error) {

@@ -15,6 +15,8 @@ import (
 
 // setMembers is what these commands read of a set (a value of
 // backends.TypeSet) given as an input: a Set must have these methods.
+var _ setMembers = (*Set)(nil)
+
 type setMembers interface {
 	Len() int
 	// At returns the i-th member, 0 <= i < Len(), in any order.

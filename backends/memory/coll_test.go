@@ -44,6 +44,7 @@ type capture struct {
 	n    int64
 }
 
+func (c *capture) RESP3() bool      { return false }
 func (c *capture) Int(n int64)      { c.n = n }
 func (c *capture) Bulk(b []byte)    { c.bulk = string(b) }
 func (c *capture) Status(string)    {}

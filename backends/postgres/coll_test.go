@@ -31,6 +31,7 @@ type reply struct {
 	null bool
 }
 
+func (r *reply) RESP3() bool      { return false }
 func (r *reply) Int(n int64)      { r.n = n }
 func (r *reply) Bulk(b []byte)    { r.bulk = string(b) }
 func (r *reply) Status(string)    {}
