@@ -151,24 +151,41 @@ func (s *KV) queueCollWrite(b *pgx.Batch, k any, w snapshot.Write) (createAt int
 		b.Queue(s.coll.putItems, k, members, scores, values)
 		return createAt, nil
 	}
-	var gone [][]byte
-	var members [][]byte
+	var gone, members, values [][]byte
 	var scores []*float64
-	var values [][]byte
-	for m := range w.Journal.Members {
-		it, ok := coll.Lookup(w.Coll, m)
-		if !ok {
-			gone = append(gone, []byte(m))
-			continue
+	if hash, ok := w.Coll.(*coll.Hash); ok {
+		// In the hash's order, so new fields are numbered as they came.
+		coll.Each(hash, func(m coll.Member) bool {
+			if _, touched := w.Journal.Members[string(m.Member)]; touched {
+				members, values = append(members, m.Member), append(values, m.Value)
+			}
+			return true
+		})
+		for m := range w.Journal.Members {
+			if _, ok := hash.Get(m); !ok {
+				gone = append(gone, []byte(m))
+			}
 		}
-		members = append(members, it.Member)
-		scores = append(scores, scoreOf(w.Coll, it))
-		values = append(values, it.Value)
+	} else {
+		for m := range w.Journal.Members {
+			it, ok := coll.Lookup(w.Coll, m)
+			if !ok {
+				gone = append(gone, []byte(m))
+				continue
+			}
+			members = append(members, it.Member)
+			scores = append(scores, scoreOf(w.Coll, it, 0))
+			values = append(values, it.Value)
+		}
 	}
 	if len(gone) > 0 {
 		b.Queue(s.coll.delItems, k, gone)
 	}
-	if len(members) > 0 {
+	switch {
+	case len(members) == 0:
+	case scores == nil:
+		b.Queue(s.coll.putFields, k, members, values)
+	default:
 		b.Queue(s.coll.putItems, k, members, scores, values)
 	}
 	return createAt, nil
@@ -179,27 +196,32 @@ func (s *KV) queueCollWrite(b *pgx.Batch, k any, w snapshot.Write) (createAt int
 func rowsOf(v backends.Value) (members [][]byte, scores []*float64, values [][]byte) {
 	n := v.Len()
 	members, scores, values = make([][]byte, 0, n), make([]*float64, 0, n), make([][]byte, 0, n)
-	pos := int64(0)
+	i := 0
 	coll.Each(v, func(m coll.Member) bool {
 		if v.Type() == backends.TypeList {
-			m.Member = listPosition(pos)
-			pos++
+			m.Member = listPosition(int64(i))
 		}
 		members = append(members, m.Member)
-		scores = append(scores, scoreOf(v, m))
+		scores = append(scores, scoreOf(v, m, i))
 		values = append(values, m.Value)
+		i++
 		return true
 	})
 	return members, scores, values
 }
 
-// scoreOf is a member's score column: a sorted set's score, NULL for the
+// scoreOf is the score column of the i-th member of v: a sorted set's
+// score, a hash field's number in its sequence (from 1), NULL for the
 // other types.
-func scoreOf(v backends.Value, m coll.Member) *float64 {
-	if v.Type() != backends.TypeZSet {
-		return nil
+func scoreOf(v backends.Value, m coll.Member, i int) *float64 {
+	switch v.Type() {
+	case backends.TypeZSet:
+		return &m.Score
+	case backends.TypeHash:
+		seq := float64(i + 1)
+		return &seq
 	}
-	return &m.Score
+	return nil
 }
 
 // listPosition is a list element's member: its position, big-endian, with

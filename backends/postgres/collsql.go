@@ -7,7 +7,8 @@ import "strings"
 type collSQL struct {
 	load, loadLocked                   string
 	createRow, updateRow, delRow       string
-	putItems, delItems, delAll, copyIn string
+	putItems, putFields, delItems      string
+	delAll, copyIn                     string
 }
 
 func collStatements(t, items string, k keyType) collSQL {
@@ -19,6 +20,7 @@ func collStatements(t, items string, k keyType) collSQL {
 		updateRow:  r.Replace(updateRowSQL),
 		delRow:     r.Replace(delRowSQL),
 		putItems:   r.Replace(putItemsSQL),
+		putFields:  r.Replace(putFieldsSQL),
 		delItems:   r.Replace(delItemsSQL),
 		delAll:     r.Replace(delAllItemsSQL),
 		copyIn:     r.Replace(copyItemsSQL),
@@ -26,10 +28,12 @@ func collStatements(t, items string, k keyType) collSQL {
 }
 
 // $1 keys. The live rows of keys, with their remaining microseconds (-1
-// for none) from now(), and a collection's items, one row each, in key
-// and member order; a string's row comes once, with NULL items. One
-// statement, so one snapshot: the items are the rows'. (A list's members
-// are positions, so member order is the list's.)
+// for none) from now(), and a collection's items, one row each, in the
+// collection's order; a string's row comes once, with NULL items. One
+// statement, so one snapshot: the items are the rows'. The order is by
+// score, then member: a sorted set's, a hash's fields in the order they
+// were added (their score is a sequence: Redis answers a small hash in
+// that order), a list's positions, a set's members.
 const loadSQL = `
 SELECT h.key::text, h.kind, h.value,
        CASE WHEN h.expires_at = 'infinity' THEN -1
@@ -38,7 +42,7 @@ SELECT h.key::text, h.kind, h.value,
 FROM {t} AS h
 LEFT JOIN {i} AS i ON i.key = h.key AND h.kind <> 's'
 WHERE h.key = ANY($1::{k}[]) AND h.expires_at > now()
-ORDER BY h.key, i.member`
+ORDER BY h.key, i.score, i.member`
 
 // $1 key, $2 kind, $3 lifetime in microseconds (-1: none). A collection's
 // row for a key that had none at the load: inserted, or taking over an
@@ -73,6 +77,17 @@ INSERT INTO {i} AS i (key, member, score, value)
 SELECT $1::{k}, m, s, v FROM unnest($2::bytea[], $3::float8[], $4::bytea[]) AS u(m, s, v)
 ON CONFLICT (key, member) DO UPDATE
 SET score = EXCLUDED.score, value = EXCLUDED.value`
+
+// $1 key, $2 fields, $3 values, in the hash's order. A hash's fields
+// written: a new one gets the next number of the hash's sequence (its
+// score), one that is there keeps its number and takes the value.
+const putFieldsSQL = `
+INSERT INTO {i} AS i (key, member, score, value)
+SELECT $1::{k}, u.m, base.n + u.o, u.v
+FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS u(m, v, o),
+     (SELECT coalesce(max(score), 0) AS n FROM {i} WHERE key = $1::{k} AND score IS NOT NULL) AS base
+ON CONFLICT (key, member) DO UPDATE
+SET value = EXCLUDED.value`
 
 // $1 key, $2 members.
 const delItemsSQL = `DELETE FROM {i} WHERE key = $1::{k} AND member = ANY($2::bytea[])`
