@@ -13,8 +13,9 @@ import (
 // may do with it (the server's allow-list, server/settings.go) and, for the
 // ones CONFIG GET and SET serve, their Redis names and how they are read
 // and applied (cmd_config.go). A setting is a key of the config file (its
-// path in conf.Config), a CONFIG parameter, or both. A CONFIG SET lasts
-// until the next reload or restart, which take the file's values again.
+// path in conf.Config), a CONFIG parameter, or both. CONFIG SET of a key of
+// the file lasts until the next reload or restart, which take the file's
+// value again; of a parameter only, until restart.
 //
 // Adding a CONFIG parameter is one row here, plus the code that uses its
 // value; adding a key to conf.Config is one row too, or the server's
@@ -120,7 +121,7 @@ var settings = []setting{
 	{path: "backends", reload: reloads},
 	{path: "routes", reload: reloads},
 	{names: []string{"maxmemory"}, get: func(s *Server) string { return strconv.FormatInt(s.maxMemory(), 10) }, why: fromFile},
-	{names: []string{"maxmemory-policy"}, get: value("allkeys-lfu"), why: fromFile},
+	{names: []string{"maxmemory-policy"}, get: always("allkeys-lfu"), why: fromFile},
 	// Credentials are swapped at the swap. pgcache keeps only a digest of
 	// passwords (internal/auth): it cannot answer the value as Redis does.
 	{path: "auth.requirepass", reload: reloads, names: []string{"requirepass"}, get: (*Server).requirePass, why: fromFile},
@@ -147,15 +148,15 @@ var settings = []setting{
 		set: intIn(0, maxInt64, func(s *Server, n int64) { s.tracking.setMaxKeys(int(min(n, math.MaxInt32))) })},
 
 	// Redis's parameters for what pgcache has not, or has one way only.
-	{names: []string{"maxmemory-clients"}, get: value("0"), why: noFeature},
-	{names: []string{"databases"}, get: value("1"), why: immutable},
-	{names: []string{"daemonize"}, get: value("no"), why: immutable},
-	{names: []string{"cluster-enabled"}, get: value("no"), why: immutable},
-	{names: []string{"protected-mode"}, get: value("no"), why: noFeature},
-	{names: []string{"save"}, get: value(""), why: noFeature},
-	{names: []string{"appendonly"}, get: value("no"), why: noFeature},
-	{names: []string{"replicaof", "slaveof"}, get: value(""), why: noFeature},
-	{names: []string{"notify-keyspace-events"}, get: value(""), why: noFeature},
+	{names: []string{"maxmemory-clients"}, get: always("0"), why: noFeature},
+	{names: []string{"databases"}, get: always("1"), why: immutable},
+	{names: []string{"daemonize"}, get: always("no"), why: immutable},
+	{names: []string{"cluster-enabled"}, get: always("no"), why: immutable},
+	{names: []string{"protected-mode"}, get: always("no"), why: noFeature},
+	{names: []string{"save"}, get: always(""), why: noFeature},
+	{names: []string{"appendonly"}, get: always("no"), why: noFeature},
+	{names: []string{"replicaof", "slaveof"}, get: always(""), why: noFeature},
+	{names: []string{"notify-keyspace-events"}, get: always(""), why: noFeature},
 	{names: []string{"dir"}, get: workingDir, why: noFeature},
 }
 
@@ -212,8 +213,8 @@ func SettingPaths() []string {
 // name is the parameter's own name, which CONFIG SET's errors give.
 func (st *setting) name() string { return st.names[0] }
 
-// value is the getter of a parameter whose value never changes.
-func value(v string) func(*Server) string { return func(*Server) string { return v } }
+// always is the getter of a parameter whose value never changes.
+func always(v string) func(*Server) string { return func(*Server) string { return v } }
 
 func workingDir(*Server) string {
 	d, _ := os.Getwd()
