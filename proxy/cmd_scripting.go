@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/script"
 )
 
@@ -18,11 +17,12 @@ import (
 
 const errUndeclared = "ERR Script attempted to access a key it did not declare in KEYS (pgcache runs a script atomically over its declared keys)"
 
-// newScripts is the server's scripting engine.
-func newScripts(log *zap.Logger) *script.Engine {
+// newScripts is the server's scripting engine, busy past busy.
+func newScripts(log *zap.Logger, busy time.Duration) *script.Engine {
 	slog := log.Named("script")
 	return script.New(script.Options{
-		Version: redisVersion,
+		Version:       redisVersion,
+		BusyThreshold: busy,
 		Log: func(level script.LogLevel, msg string) {
 			switch level {
 			case script.LogWarning:
@@ -38,10 +38,11 @@ func newScripts(log *zap.Logger) *script.Engine {
 
 // setBusyThreshold is busy-reply-threshold (lua-time-limit): how long a
 // script runs before SCRIPT KILL may stop it and clients that need its
-// keys are answered -BUSY.
+// keys are answered -BUSY, by the engine and by the stores that share the
+// server's threshold.
 func (s *Server) setBusyThreshold(d time.Duration) {
 	s.scripts.SetBusyThreshold(d)
-	backends.BusyThreshold.Store(int64(d))
+	s.busy.Store(d)
 }
 
 // scriptKeys are the keys an EVAL or FCALL declares, for EXEC's routing.
