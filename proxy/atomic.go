@@ -9,13 +9,14 @@ import (
 )
 
 // Atomic runs: a body of ordinary handlers run over some keys as one
-// atomic run (backends.Atomic) of the one route those keys are on. EXEC
-// runs its queue so (cmd_multi.go), EVAL and FCALL a script
-// (cmd_scripting.go), MSETNX its writes (cmd_strings.go). While the body
-// runs, c.key resolves a key of that route to the run's view of it
+// atomic run of the one route those keys are on (backends.Atomic: striped
+// key locks in memory, one PostgreSQL transaction, WATCH and MULTI/EXEC on
+// Valkey; see docs/architecture.md, "Transactions, scripts, WATCH and the
+// keyspace"). EXEC runs its queue so (cmd_multi.go), EVAL and FCALL a
+// script (cmd_scripting.go), MSETNX its writes (cmd_strings.go). While the
+// body runs, c.key resolves a key of that route to the run's view of it
 // (viewOf), whose Backend is the run's tx and serves the run's keys only:
-// a request inside EXEC is the same handler as outside. The stores' side
-// is docs/architecture.md, "Transactions, scripts, WATCH and the keyspace".
+// a request inside EXEC is the same handler as outside.
 //
 // A handler that must run atomically resolves its keys, then runs:
 //

@@ -55,7 +55,7 @@ func cmdFCall(c *conn, args [][]byte) { c.runScript(args, (*script.Engine).FCall
 
 // scriptRun is a connection's script run. A connection runs one script at
 // a time (scripts cannot call EVAL), so it keeps one, reused run after run
-// like the connection's atomicRun: an EVALSHA allocates what the script and its
+// like its atomicRun: an EVALSHA allocates what the script and its
 // commands do, not the frame around them.
 type scriptRun struct {
 	caller scriptCaller
