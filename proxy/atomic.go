@@ -28,8 +28,8 @@ import (
 // cluster-aware clients understand; here the keys are on two routes.
 const errCrossSlot = "CROSSSLOT Keys in request don't hash to the same slot (pgcache: they are on different routes)"
 
-// errNoAtomic answers a run on a route whose store runs none (a table
-// route, unless the run only reads).
+// errNoAtomic answers a run on a route whose store runs none: it is no
+// backends.Atomic, or says ErrUnsupported.
 func errNoAtomic(r *route.Route) string {
 	return "ERR route " + r.Name + " does not run transactions or scripts"
 }
