@@ -45,15 +45,6 @@ func (s *Server) setBusyThreshold(d time.Duration) {
 	s.busy.Store(d)
 }
 
-// scriptKeys are the keys an EVAL or FCALL declares, for EXEC's routing.
-func scriptKeys(args [][]byte) ([][]byte, string) {
-	keys, bad := script.Keys(args)
-	if bad.IsError() {
-		return nil, string(bad.Str)
-	}
-	return keys, ""
-}
-
 // EVAL script numkeys [key [key ...]] [arg [arg ...]]
 // EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]
 // EVAL_RO, EVALSHA_RO: the same, refusing writes
@@ -65,7 +56,7 @@ func cmdFCall(c *conn, args [][]byte) { c.runScript(args, (*script.Engine).FCall
 
 // scriptRun is a connection's script run. A connection runs one script at
 // a time (scripts cannot call EVAL), so it keeps one, reused run after run
-// like EXEC's atomicRun: an EVALSHA allocates what the script and its
+// like its atomicRun: an EVALSHA allocates what the script and its
 // commands do, not the frame around them.
 type scriptRun struct {
 	caller scriptCaller
@@ -75,9 +66,11 @@ type scriptRun struct {
 	keys   []string
 }
 
-// runScript runs a script as one atomic run of its keys' route.
+// runScript runs a script as one atomic run of its keys' route (by EVAL's
+// key spec, which FCALL shares: scriptKeys).
 func (c *conn) runScript(args [][]byte, run func(*script.Engine, script.Caller, [][]byte) script.Value) {
-	if _, bad := scriptKeys(args); bad != "" {
+	r, stored, bad := c.routeOf(nil, c.scripting.keys[:0], commands["eval"], args)
+	if bad != "" {
 		c.writeError(bad)
 		return
 	}
@@ -87,11 +80,6 @@ func (c *conn) runScript(args [][]byte, run func(*script.Engine, script.Caller, 
 	}
 	c.holdOutput++ // the script's calls swap c.out: nothing may drain it
 	defer func() { c.holdOutput-- }()
-	r, stored, bad := c.routeOf(sr.keys[:0], []queued{{cmd: commands["eval"], args: args}})
-	if bad != "" {
-		c.writeError(bad)
-		return
-	}
 	sr.keys = stored // the buffer for the next run; this one borrows them
 	sr.args, sr.run = args, run
 	defer func() { sr.args, sr.run = nil, nil }()

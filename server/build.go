@@ -191,16 +191,10 @@ type canonicalizer interface {
 // canonOf returns the key canonicalizer of b or of the store under its L1
 // tier, nil if it has none.
 func canonOf(b backends.Backend) func(string) string {
-	for {
-		if c, ok := b.(canonicalizer); ok {
-			return c.CanonicalKey
-		}
-		u, ok := b.(interface{ Unwrap() backends.Backend })
-		if !ok {
-			return nil
-		}
-		b = u.Unwrap()
+	if c, ok := backends.As[canonicalizer](b); ok {
+		return c.CanonicalKey
 	}
+	return nil
 }
 
 // open returns the backend of one route: prev's, when the route and its
