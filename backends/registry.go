@@ -33,10 +33,20 @@ type RouteSpec struct {
 // config without `type`. It decodes them strictly (an unknown option is an
 // error naming it) and should not block on the network: a store that is down
 // at start makes its routes answer ErrUnavailable, not pgcache fail to start.
-// log carries the backend's name already (a "backend" field): the driver
-// adds none of its own, and its errors do not name it either, since whoever
-// reports them does ("backend pg: …").
-type Factory func(ctx context.Context, name string, options map[string]any, log *zap.Logger) (Driver, error)
+// env is what the server building it gives every driver.
+type Factory func(ctx context.Context, name string, options map[string]any, env Env) (Driver, error)
+
+// Env is what the server gives each driver it builds besides its options:
+// what belongs to that server rather than to one backend.
+type Env struct {
+	// Log carries the backend's name already (a "backend" field): the
+	// driver adds none of its own, and its errors do not name it either,
+	// since whoever reports them does ("backend pg: …"). nil logs nothing.
+	Log *zap.Logger
+	// Busy is the server's busy-reply-threshold, for a driver whose stores
+	// make a request wait for an atomic run (memory). nil: Redis's default.
+	Busy *BusyThreshold
+}
 
 var (
 	registryMu sync.RWMutex

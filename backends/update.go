@@ -3,7 +3,6 @@ package backends
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"time"
 )
 
@@ -266,10 +265,3 @@ func RunUpdate(ctx context.Context, b any, key string, u Update, generic func(co
 	}
 	return generic(ctx, key, u)
 }
-
-// BusyThreshold is how long a request waits for keys an atomic run holds
-// before it fails with ErrBusy (Redis's busy-reply-threshold). Stores that
-// make requests wait for a run (memory) read it; CONFIG SET changes it.
-var BusyThreshold atomic.Int64
-
-func init() { BusyThreshold.Store(int64(5 * time.Second)) }

@@ -60,7 +60,7 @@ type preparer interface {
 // AddRoute is AddTier for route, whose backend b is a fenced PostgreSQL
 // table, with the preparation mode asks for.
 func (c *Coordinator) AddRoute(ctx context.Context, route string, b backends.Backend, opts L1, mode AttachMode) (*Tier, error) {
-	fenced, ok := b.(backends.Fenced)
+	fenced, ok := backends.As[backends.Fenced](b)
 	if !ok {
 		return nil, fmt.Errorf("route %s does not publish fences", route)
 	}
@@ -69,7 +69,7 @@ func (c *Coordinator) AddRoute(ctx context.Context, route string, b backends.Bac
 	switch mode {
 	case AttachOwned:
 		prepare = func(ctx context.Context) error {
-			if p, ok := b.(preparer); ok {
+			if p, ok := backends.As[preparer](b); ok {
 				if err := p.Prepare(ctx); err != nil {
 					return fmt.Errorf("route %s: %w", route, err)
 				}

@@ -112,7 +112,7 @@ const entryOverhead = 96
 // NewTier wraps b, which must be backends.Fenced, with an L1 of opts
 // checked against f.
 func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
-	fenced, ok := b.(backends.Fenced)
+	fenced, ok := backends.As[backends.Fenced](b)
 	if !ok {
 		return nil, fmt.Errorf("l1: the backend publishes no fences (only PostgreSQL tables do)")
 	}
@@ -129,7 +129,7 @@ func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
 		running: map[uint64]int{},
 		clock:   sweep.NewClock(),
 	}
-	t.expiry, _ = b.(backends.ExpiryReader)
+	t.expiry, _ = backends.As[backends.ExpiryReader](b)
 	t.cache = otter.Must(&otter.Options[string, entry]{
 		MaximumWeight: uint64(opts.MaxBytes),
 		Weigher: func(k string, e entry) uint32 {

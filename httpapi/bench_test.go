@@ -17,7 +17,7 @@ import (
 func benchData(tb testing.TB, val []byte) *Data {
 	tb.Helper()
 	reg := prometheus.NewRegistry()
-	d := NewData(newRouter(tb, reg, testRoute{name: "mem"}), Config{}, nil, reg)
+	d := NewData(newRouter(tb, reg, testRoute{name: "mem"}), overDefaults(Config{}), nil, reg)
 	tb.Cleanup(func() { _ = d.Shutdown(context.Background()) })
 	b := d.router.Current().ByName("mem").Backend
 	if _, err := b.Set(context.Background(), "k", val, backends.SetOptions{}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -46,7 +47,7 @@ func NewData(router *route.Router, cfg Config, log *zap.Logger, reg prometheus.R
 	if log == nil {
 		log = zap.NewNop()
 	}
-	cfg = cfg.withDefaults()
+	cfg.MaxBodyBytes = min(cfg.MaxBodyBytes, math.MaxInt) // fasthttp counts the body in an int
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Data{
 		router: router,

@@ -37,7 +37,7 @@ func FuzzHTTP(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	cfg := Config{MaxBodyBytes: 1 << 10, ReadBufferSize: 2 << 10, ReadTimeout: time.Second, WriteTimeout: time.Second}
+	cfg := overDefaults(Config{MaxBodyBytes: 1 << 10, ReadBufferSize: 2 << 10, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	routes := []testRoute{{name: "mem"}, {name: "small", maxValue: 8}}
 	open := NewData(newRouter(f, nil, routes...), cfg, nil, nil)
 	guarded := NewData(newRouter(f, nil, routes...), cfg, nil, nil)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/memory"
+	"github.com/pgcache/pgcache/conf"
 	"github.com/pgcache/pgcache/route"
 )
 
@@ -63,8 +65,22 @@ type dataServer struct {
 	served chan error
 }
 
+// overDefaults is cfg with its zero fields at conf's defaults: a test names
+// only the limits it is about.
+func overDefaults(cfg Config) Config {
+	out := ConfigOf(conf.Default().HTTP)
+	set, o := reflect.ValueOf(cfg), reflect.ValueOf(&out).Elem()
+	for i := range set.NumField() {
+		if f := set.Field(i); !f.IsZero() {
+			o.Field(i).Set(f)
+		}
+	}
+	return out
+}
+
 // startData serves a Data on a free port over routes (one memory route "mem"
-// when none are given) and shuts it down when the test ends.
+// when none are given), with cfg over the defaults, and shuts it down when
+// the test ends.
 func startData(t testing.TB, cfg Config, specs ...testRoute) *dataServer {
 	t.Helper()
 	if len(specs) == 0 {
@@ -77,7 +93,7 @@ func startData(t testing.TB, cfg Config, specs ...testRoute) *dataServer {
 		t.Fatal(err)
 	}
 	s := &dataServer{
-		Data:   NewData(router, cfg, nil, reg),
+		Data:   NewData(router, overDefaults(cfg), nil, reg),
 		router: router,
 		reg:    reg,
 		addr:   ln.Addr().String(),

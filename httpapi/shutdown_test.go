@@ -81,7 +81,7 @@ func TestShutdownDeadline(t *testing.T) {
 // TestServeAfterShutdown: Serve on a shut-down server returns nil at once
 // and closes the listener.
 func TestServeAfterShutdown(t *testing.T) {
-	d := NewData(newRouter(t, nil, testRoute{name: "mem"}), Config{}, nil, prometheus.NewRegistry())
+	d := NewData(newRouter(t, nil, testRoute{name: "mem"}), overDefaults(Config{}), nil, prometheus.NewRegistry())
 	a := NewAdmin(AdminOptions{}, nil)
 	for name, srv := range map[string]interface {
 		Serve(net.Listener) error
@@ -106,7 +106,7 @@ func TestServeAfterShutdown(t *testing.T) {
 // TestServeListenerClosed: a listener closed by someone else is an error,
 // not a shutdown.
 func TestServeListenerClosed(t *testing.T) {
-	d := NewData(newRouter(t, nil, testRoute{name: "mem"}), Config{}, nil, prometheus.NewRegistry())
+	d := NewData(newRouter(t, nil, testRoute{name: "mem"}), overDefaults(Config{}), nil, prometheus.NewRegistry())
 	d.srv.MaxIdleWorkerDuration = 50 * time.Millisecond // see startData
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,20 +1,16 @@
 package proxy
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/backends/snapshot"
 	"github.com/pgcache/pgcache/route"
 )
 
 // Transactions: MULTI queues, EXEC runs the queue as one atomic run of the
-// route its keys are on (backends.Atomic: striped key locks in memory, one
-// PostgreSQL transaction, WATCH and MULTI/EXEC on Valkey), WATCH makes
-// EXEC fail when a watched key was written since (see route.Watch).
+// route its keys are on (atomic.go), WATCH makes EXEC fail when a watched
+// key was written since (see route.Watch).
 
 const (
 	errNestedMulti  = "ERR MULTI calls can not be nested"
@@ -22,9 +18,6 @@ const (
 	errDiscNoMulti  = "ERR DISCARD without MULTI"
 	errWatchInMulti = "ERR WATCH inside MULTI is not allowed"
 	errExecAbort    = "EXECABORT Transaction discarded because of previous errors."
-	// Redis Cluster's text for keys that cannot be served together, which
-	// cluster-aware clients understand; here the keys are on two routes.
-	errCrossSlot = "CROSSSLOT Keys in request don't hash to the same slot (pgcache: they are on different routes)"
 )
 
 // tx is a connection's transaction state.
@@ -32,8 +25,7 @@ type tx struct {
 	multi      *multiState // inside MULTI; nil otherwise
 	spareMulti *multiState // the last one, reused by the next MULTI
 	watches    []watched   // WATCHed keys, until EXEC, DISCARD or UNWATCH
-	held       *atomicRun  // while an EXEC or a script runs: &running
-	running    atomicRun   // the connection's runs, one at a time
+	atomicRuns             // EXEC's, a script's, MSETNX's: see atomic.go
 	execing    *multiState // the transaction EXEC's run runs
 	execFn     func()      // c.execQueued, bound once
 }
@@ -62,20 +54,6 @@ type watched struct {
 	// anywhere (plain SQL, another Valkey client) aborts the EXEC, when it
 	// changed the value.
 	value uint64
-}
-
-// atomicRun is a route seen through an atomic run: handlers that resolve a
-// key of route of get as instead, whose Backend is the run's tx.
-//
-// A connection runs one at a time, so it keeps one, and the function the
-// backend runs (fn) is bound once: a transaction of a few SETs allocates
-// nothing but what the SETs store.
-type atomicRun struct {
-	of   *route.Route
-	as   route.Route                      // *of, with the run's tx as Backend
-	body func()                           // what the run runs, writing its replies
-	mark int                              // len(c.out) before the run's replies
-	fn   func(txb backends.Backend) error // c.runAtomic
 }
 
 // MULTI
@@ -217,11 +195,7 @@ func (c *conn) watchedChanged(inRun bool) bool {
 		case inRun && w.r.ChangedHere(w.key, w.mark):
 			return true
 		case inRun:
-			b := w.r.Backend
-			if c.held != nil && c.held.of == w.r {
-				b = c.held.as.Backend
-			}
-			v, ok, err := b.Get(c.ctx, w.key)
+			v, ok, err := c.viewOf(w.r).Backend.Get(c.ctx, w.key)
 			if err != nil || fingerprint(v, ok) != w.value {
 				return true
 			}
@@ -244,10 +218,13 @@ func cmdExec(c *conn, _ [][]byte) {
 		c.writeError(errExecAbort)
 		return
 	}
-	r, keys, bad := c.routeOf(m.keys[:0], m.queued)
-	if bad != "" {
-		c.writeError(bad)
-		return
+	var r *route.Route
+	keys, bad := m.keys[:0], ""
+	for _, q := range m.queued {
+		if r, keys, bad = c.routeOf(r, keys, q.cmd, q.args); bad != "" {
+			c.writeError(bad)
+			return
+		}
 	}
 	if c.watchedChanged(false) {
 		c.writeNullArray()
@@ -306,112 +283,4 @@ func (c *conn) watchedOn(r *route.Route, keys []string) []string {
 		}
 	}
 	return keys
-}
-
-// routeOf finds the one route the keys of the queued requests are on, and
-// appends those keys as it stores them to keys; r is nil when no request
-// has a key.
-func (c *conn) routeOf(keys []string, reqs []queued) (r *route.Route, _ []string, bad string) {
-	var buf [8][]byte
-	for _, q := range reqs {
-		ks, bad := appendKeys(buf[:0], q.cmd, q.args)
-		if bad != "" {
-			return nil, nil, bad
-		}
-		for _, k := range ks {
-			rk, stored := c.t.ForKey(bstr(k))
-			switch {
-			case rk == nil:
-				return nil, nil, errNoRoute(k)
-			case r != nil && rk != r:
-				return nil, nil, errCrossSlot
-			}
-			r = rk
-			keys = append(keys, stored)
-		}
-	}
-	return r, keys, ""
-}
-
-// keysOf returns the keys of a request by its command's key spec.
-func keysOf(cmd *command, args [][]byte) ([][]byte, string) {
-	return appendKeys(nil, cmd, args)
-}
-
-// appendKeys is keysOf appending to dst, which a command with movable keys
-// does not use.
-func appendKeys(dst [][]byte, cmd *command, args [][]byte) ([][]byte, string) {
-	if cmd.movable != nil {
-		return cmd.movable(args)
-	}
-	ks := cmd.keys
-	if ks.first == 0 {
-		return dst, ""
-	}
-	last := ks.last
-	if last < 0 {
-		last += len(args)
-	}
-	for i := ks.first; i <= last && i < len(args); i += ks.step {
-		dst = append(dst, args[i])
-	}
-	return dst, ""
-}
-
-// atomically runs body as one atomic run of route r over keys, with the
-// handlers' backend calls on r going to the run's tx; with no route it
-// just runs body. body writes its replies. A store that runs the body
-// again (after a conflicting write) has the replies of the run before
-// dropped. A body that only reads, on a store that reads many keys with
-// their lifetimes in one call (backends.ExpiryReader: PostgreSQL, an L1
-// tier), runs on those values (snapshot.ReadOnly), taking no locks and
-// fencing nothing: valkey-go's cached read is MULTI, PTTL, GET, EXEC.
-func (c *conn) atomically(r *route.Route, keys []string, readOnly bool, body func()) {
-	if r == nil || c.held != nil { // no keys, or inside EXEC's run, which holds them
-		body()
-		return
-	}
-	er, snap := backends.As[backends.ExpiryReader](r.Backend)
-	snap = snap && readOnly
-	a, ok := r.Backend.(backends.Atomic)
-	if !ok && !snap {
-		c.writeError("ERR route " + r.Name + " does not run transactions or scripts")
-		return
-	}
-	run := &c.running
-	if run.fn == nil {
-		run.fn = c.runAtomic
-	}
-	mark := len(c.out)
-	run.of, run.body, run.mark = r, body, mark
-	c.holdOutput++
-	defer func() { c.holdOutput-- }()
-	var err error
-	if snap {
-		err = snapshot.ReadOnly(c.ctx, er, keys, run.fn)
-	} else {
-		err = a.Atomically(c.ctx, keys, run.fn)
-	}
-	run.of, run.as, run.body = nil, route.Route{}, nil
-	if err != nil {
-		c.out = c.out[:mark]
-		if errors.Is(err, backends.ErrUnsupported) {
-			c.writeError("ERR route " + r.Name + " does not run transactions or scripts")
-			return
-		}
-		c.backendErr(r, err)
-	}
-}
-
-// runAtomic is what an atomic run runs with its tx: c.running's body, with the
-// handlers' keys of its route resolved to the run's view of it.
-func (c *conn) runAtomic(txb backends.Backend) error {
-	run := &c.running
-	c.out = c.out[:run.mark]
-	run.as = *run.of
-	run.as.Backend = txb
-	c.held = run
-	defer func() { c.held = nil }()
-	run.body()
-	return nil
 }

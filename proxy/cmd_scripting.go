@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/script"
 )
 
@@ -18,11 +17,12 @@ import (
 
 const errUndeclared = "ERR Script attempted to access a key it did not declare in KEYS (pgcache runs a script atomically over its declared keys)"
 
-// newScripts is the server's scripting engine.
-func newScripts(log *zap.Logger) *script.Engine {
+// newScripts is the server's scripting engine, busy past busy.
+func newScripts(log *zap.Logger, busy time.Duration) *script.Engine {
 	slog := log.Named("script")
 	return script.New(script.Options{
-		Version: redisVersion,
+		Version:       redisVersion,
+		BusyThreshold: busy,
 		Log: func(level script.LogLevel, msg string) {
 			switch level {
 			case script.LogWarning:
@@ -38,19 +38,11 @@ func newScripts(log *zap.Logger) *script.Engine {
 
 // setBusyThreshold is busy-reply-threshold (lua-time-limit): how long a
 // script runs before SCRIPT KILL may stop it and clients that need its
-// keys are answered -BUSY.
+// keys are answered -BUSY, by the engine and by the stores that share the
+// server's threshold.
 func (s *Server) setBusyThreshold(d time.Duration) {
 	s.scripts.SetBusyThreshold(d)
-	backends.BusyThreshold.Store(int64(d))
-}
-
-// scriptKeys are the keys an EVAL or FCALL declares, for EXEC's routing.
-func scriptKeys(args [][]byte) ([][]byte, string) {
-	keys, bad := script.Keys(args)
-	if bad.IsError() {
-		return nil, string(bad.Str)
-	}
-	return keys, ""
+	s.busy.Store(d)
 }
 
 // EVAL script numkeys [key [key ...]] [arg [arg ...]]
@@ -64,7 +56,7 @@ func cmdFCall(c *conn, args [][]byte) { c.runScript(args, (*script.Engine).FCall
 
 // scriptRun is a connection's script run. A connection runs one script at
 // a time (scripts cannot call EVAL), so it keeps one, reused run after run
-// like EXEC's atomicRun: an EVALSHA allocates what the script and its
+// like its atomicRun: an EVALSHA allocates what the script and its
 // commands do, not the frame around them.
 type scriptRun struct {
 	caller scriptCaller
@@ -74,9 +66,11 @@ type scriptRun struct {
 	keys   []string
 }
 
-// runScript runs a script as one atomic run of its keys' route.
+// runScript runs a script as one atomic run of its keys' route (by EVAL's
+// key spec, which FCALL shares: scriptKeys).
 func (c *conn) runScript(args [][]byte, run func(*script.Engine, script.Caller, [][]byte) script.Value) {
-	if _, bad := scriptKeys(args); bad != "" {
+	r, stored, bad := c.routeOf(nil, c.scripting.keys[:0], commands["eval"], args)
+	if bad != "" {
 		c.writeError(bad)
 		return
 	}
@@ -86,11 +80,6 @@ func (c *conn) runScript(args [][]byte, run func(*script.Engine, script.Caller, 
 	}
 	c.holdOutput++ // the script's calls swap c.out: nothing may drain it
 	defer func() { c.holdOutput-- }()
-	r, stored, bad := c.routeOf(sr.keys[:0], []queued{{cmd: commands["eval"], args: args}})
-	if bad != "" {
-		c.writeError(bad)
-		return
-	}
 	sr.keys = stored // the buffer for the next run; this one borrows them
 	sr.args, sr.run = args, run
 	defer func() { sr.args, sr.run = nil, nil }()

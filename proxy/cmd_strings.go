@@ -362,13 +362,13 @@ func cmdMSetNX(c *conn, args [][]byte) {
 		c.writeError(errArity("msetnx"))
 		return
 	}
-	r, keys, bad := c.routeOf(nil, []queued{{cmd: commands["msetnx"], args: args}})
+	r, keys, bad := c.routeOf(nil, nil, commands["msetnx"], args)
 	if bad != "" {
 		c.writeError(bad)
 		return
 	}
 	c.atomically(r, keys, false, func() {
-		tx := &c.held.as
+		tx := c.viewOf(r)
 		n, err := tx.Backend.Exists(c.ctx, keys)
 		if err != nil {
 			c.backendErr(r, err)

@@ -9,18 +9,6 @@ const (
 	kindAdmin             // the connection or the server, no key
 )
 
-// keySpec says which arguments are keys, as COMMAND reports them: the
-// first, the last (negative: counted from the end), and the step.
-type keySpec struct{ first, last, step int }
-
-var (
-	noKeys   = keySpec{}
-	oneKey   = keySpec{1, 1, 1}
-	allKeys  = keySpec{1, -1, 1}
-	pairKeys = keySpec{1, -1, 2} // MSET key value [key value ...]
-	twoKeys  = keySpec{1, 2, 1}  // RENAME key newkey
-)
-
 type handler func(c *conn, args [][]byte)
 
 // spec is one line of the command table.

@@ -497,13 +497,10 @@ func (c *conn) logClose(err error) {
 // stores it, or answers "no route" and returns nil.
 func (c *conn) key(k []byte) (*route.Route, string) {
 	r, stored := c.t.ForKey(bstr(k))
-	switch {
-	case r == nil:
+	if r == nil {
 		c.writeError(errNoRoute(k))
-	case c.held != nil && r == c.held.of:
-		return &c.held.as, stored // inside an atomic run: its view of the route
 	}
-	return r, stored
+	return c.viewOf(r), stored // inside an atomic run: its view of the route
 }
 
 // backendErr answers a failed backend call.

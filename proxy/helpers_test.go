@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/memory"
+	"github.com/pgcache/pgcache/conf"
 	"github.com/pgcache/pgcache/route"
 )
 
@@ -44,6 +46,8 @@ var testRoutes = []struct{ name, prefix string }{
 	{"pgx", "pg:x:"},
 }
 
+// startServer starts a server with cfg's non-zero fields, and the defaults
+// (conf's) for the others: a test names only the limits it is about.
 func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	return startServerWith(t, cfg, func(*route.Route) {})
@@ -53,7 +57,8 @@ func startServer(t testing.TB, cfg Config) *testServer {
 func startServerWith(t testing.TB, cfg Config, edit func(*route.Route)) *testServer {
 	t.Helper()
 	registerTestCommands()
-	drv := memory.NewDriver("mem", 256<<20)
+	busy := backends.NewBusyThreshold(backends.DefaultBusyThreshold)
+	drv := memory.NewDriver("mem", 256<<20, memory.WithBusyThreshold(busy))
 	var routes []*route.Route
 	for _, tr := range testRoutes {
 		b, err := drv.Open(context.Background(), backends.RouteSpec{Name: tr.name})
@@ -75,7 +80,7 @@ func startServerWith(t testing.TB, cfg Config, edit func(*route.Route)) *testSer
 	if tt, ok := t.(*testing.T); ok {
 		log = zaptest.NewLogger(tt, zaptest.Level(zap.WarnLevel))
 	}
-	srv := New(router, m, cfg, log, reg)
+	srv := New(router, m, overDefaults(cfg), busy, log, reg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
@@ -84,6 +89,18 @@ func startServerWith(t testing.TB, cfg Config, edit func(*route.Route)) *testSer
 	go func() { ts.errc <- srv.Serve(ln) }()
 	t.Cleanup(func() { ts.stop(t) })
 	return ts
+}
+
+// overDefaults is cfg with its zero fields at conf's defaults.
+func overDefaults(cfg Config) Config {
+	out := ConfigOf(conf.Default().RESP, "dev")
+	set, o := reflect.ValueOf(cfg), reflect.ValueOf(&out).Elem()
+	for i := range set.NumField() {
+		if f := set.Field(i); !f.IsZero() {
+			o.Field(i).Set(f)
+		}
+	}
+	return out
 }
 
 // stop shuts the server down (once) and checks Serve returned nil.

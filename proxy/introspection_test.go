@@ -19,7 +19,6 @@ import (
 // byte.
 func TestCompareIntrospectionWithRedis(t *testing.T) {
 	ts := startServer(t, Config{})
-	t.Cleanup(func() { ts.setBusyThreshold(5 * time.Second) })
 	redisAddr := startRedis(t)
 	ours, theirs := dial(t, ts.addr), dial(t, redisAddr)
 	for _, cmd := range [][]string{
@@ -392,7 +391,6 @@ func TestClientReply(t *testing.T) {
 // waits, and a client that needs a running script's key gets -BUSY.
 func TestConfigSetBusyThreshold(t *testing.T) {
 	ts := startServer(t, Config{})
-	t.Cleanup(func() { ts.setBusyThreshold(5 * time.Second) })
 	admin, looping, other := dial(t, ts.addr), dial(t, ts.addr), dial(t, ts.addr)
 	if got := admin.do("CONFIG", "SET", "lua-time-limit", "100"); got != "+OK\r\n" {
 		t.Fatalf("CONFIG SET lua-time-limit 100 = %q", got)
@@ -403,7 +401,7 @@ func TestConfigSetBusyThreshold(t *testing.T) {
 	if got := ts.scripts.BusyThreshold(); got != 100*time.Millisecond {
 		t.Fatalf("the script engine's threshold = %v, want 100ms", got)
 	}
-	if got := time.Duration(backends.BusyThreshold.Load()); got != 100*time.Millisecond {
+	if got := ts.busy.Load(); got != 100*time.Millisecond {
 		t.Fatalf("the stores' threshold = %v, want 100ms", got)
 	}
 	done := make(chan string, 1)
@@ -426,6 +424,32 @@ func TestConfigSetBusyThreshold(t *testing.T) {
 	}
 	if got := <-done; !strings.Contains(got, "Script killed by user") {
 		t.Fatalf("the killed script's reply = %q", got)
+	}
+}
+
+// TestBusyThresholdPerServer: the threshold CONFIG SET changes is the
+// server's own: another server in the process keeps its own, for its
+// scripts and its stores.
+func TestBusyThresholdPerServer(t *testing.T) {
+	a, b := startServer(t, Config{}), startServer(t, Config{})
+	if got := dial(t, a.addr).do("CONFIG", "SET", "busy-reply-threshold", "100"); got != "+OK\r\n" {
+		t.Fatalf("CONFIG SET busy-reply-threshold 100 = %q", got)
+	}
+	if got := dial(t, b.addr).do("CONFIG", "GET", "busy-reply-threshold"); got != "*2\r\n$20\r\nbusy-reply-threshold\r\n$4\r\n5000\r\n" {
+		t.Errorf("the other server's CONFIG GET busy-reply-threshold = %q", got)
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want time.Duration
+	}{
+		{"the server's", a.busy.Load(), 100 * time.Millisecond},
+		{"its scripts'", a.scripts.BusyThreshold(), 100 * time.Millisecond},
+		{"the other server's", b.busy.Load(), backends.DefaultBusyThreshold},
+		{"its scripts'", b.scripts.BusyThreshold(), backends.DefaultBusyThreshold},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s threshold = %v, want %v", tc.name, tc.got, tc.want)
+		}
 	}
 }
 

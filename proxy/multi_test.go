@@ -157,7 +157,6 @@ func TestGoRedisTransactions(t *testing.T) {
 func TestBusyScript(t *testing.T) {
 	ts := startServer(t, Config{})
 	ts.setBusyThreshold(100 * time.Millisecond)
-	t.Cleanup(func() { ts.setBusyThreshold(5 * time.Second) })
 	looping, other, killer := dial(t, ts.addr), dial(t, ts.addr), dial(t, ts.addr)
 	if got := killer.do("SCRIPT", "KILL"); !strings.HasPrefix(got, "-NOTBUSY") {
 		t.Fatalf("SCRIPT KILL with nothing running = %q", got)
@@ -215,7 +214,6 @@ func scriptKill(t *testing.T, c *rawClient) string {
 func TestScriptStopsWhenClientKilled(t *testing.T) {
 	ts := startServer(t, Config{})
 	ts.setBusyThreshold(50 * time.Millisecond)
-	t.Cleanup(func() { ts.setBusyThreshold(5 * time.Second) })
 	looping, other := dial(t, ts.addr), dial(t, ts.addr)
 	id := strings.TrimSpace(strings.TrimPrefix(looping.do("CLIENT", "ID"), ":"))
 	if _, err := looping.nc.Write([]byte("EVAL \"redis.call('set', KEYS[1], 'x'); while true do end\" 1 stuck\r\n")); err != nil {

@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/pgcache/pgcache/conf"
 )
 
 var testLimits = limits{
-	maxBulk:   DefaultMaxBulkBytes,
-	maxInline: DefaultMaxInlineBytes,
-	maxMulti:  DefaultMaxMultibulkLen,
-	maxQuery:  DefaultMaxQueryBytes,
+	maxBulk:   conf.DefaultMaxBulkBytes,
+	maxInline: conf.DefaultMaxInlineBytes,
+	maxMulti:  conf.DefaultMaxMultibulkLen,
+	maxQuery:  conf.DefaultMaxQueryBytes,
 }
 
 // parseAll feeds src to a reader as the connection loop does and returns

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/auth"
 	"github.com/pgcache/pgcache/route"
 	"github.com/pgcache/pgcache/script"
@@ -54,6 +55,7 @@ type Server struct {
 	configFile atomic.Pointer[string]
 
 	scripts  *script.Engine // EVAL, FUNCTION: see cmd_scripting.go
+	busy     *backends.BusyThreshold
 	infoFunc atomic.Pointer[func(context.Context) [][2]string]
 	bulkCap  atomic.Pointer[bulkCap]
 	tracking *tracker // CLIENT TRACKING: see tracking.go
@@ -61,15 +63,20 @@ type Server struct {
 
 // New returns a server over router's routes. metrics are the routes'
 // metrics (INFO's keyspace_hits and keyspace_misses come from them; nil
-// reports zeros). Zero Config fields take their defaults. log is used as
-// given, so name it for the component (nil logs nothing). When reg is not
-// nil the server's Stats are registered on it.
-func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logger, reg prometheus.Registerer) *Server {
+// reports zeros). busy is the busy-reply-threshold the stores of those
+// routes wait by (backends.Env), which scripts take too and CONFIG SET
+// changes; nil: one of the server's own. log is used as given, so name it
+// for the component (nil logs nothing). When reg is not nil the server's
+// Stats are registered on it.
+func New(router *route.Router, metrics *route.Metrics, cfg Config, busy *backends.BusyThreshold, log *zap.Logger, reg prometheus.Registerer) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	if metrics == nil {
 		metrics = route.NewMetrics(nil)
+	}
+	if busy == nil {
+		busy = backends.NewBusyThreshold(backends.DefaultBusyThreshold)
 	}
 	s := &Server{
 		router:    router,
@@ -80,7 +87,8 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logg
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
 		byID:      map[int64]*conn{},
-		scripts:   newScripts(log),
+		scripts:   newScripts(log, busy.Load()),
+		busy:      busy,
 	}
 	s.tracking = newTracker(s)
 	router.OnWrite(s.tracking)
@@ -98,7 +106,6 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logg
 // SetConfig replaces the server's limits (a reload). Connections take the
 // new ones at their next request; MaxClients counts from the next accept.
 func (s *Server) SetConfig(cfg Config) {
-	cfg = cfg.withDefaults()
 	s.cfg.Store(&cfg)
 }
 

@@ -14,8 +14,6 @@ import (
 
 // Defaults.
 const (
-	// DefaultBusyThreshold is Redis's busy-reply-threshold (lua-time-limit).
-	DefaultBusyThreshold = 5 * time.Second
 	// DefaultMemoryLimit bounds how much a running script may grow the
 	// process's live heap (see the package doc).
 	DefaultMemoryLimit = 256 << 20
@@ -39,7 +37,9 @@ const (
 // Options configures an Engine. Zero fields take the defaults.
 type Options struct {
 	// BusyThreshold is busy-reply-threshold: a script running longer is
-	// busy (Running) and may be killed. Default 5s; negative means never.
+	// busy (Running) and may be killed. Zero or negative: never. The engine
+	// has no default of its own: its caller passes the server's threshold
+	// (pgcache: backends.DefaultBusyThreshold unless CONFIG SET changed it).
 	BusyThreshold time.Duration
 	// MemoryLimit is how many bytes the live heap may grow while a script
 	// runs before the script is stopped. Default 256 MiB; negative means no
@@ -92,9 +92,6 @@ func New(o Options) *Engine {
 		running: make(map[*Run]struct{}),
 		rand:    newRand48(),
 		version: o.Version,
-	}
-	if o.BusyThreshold == 0 {
-		o.BusyThreshold = DefaultBusyThreshold
 	}
 	if o.MemoryLimit == 0 {
 		o.MemoryLimit = DefaultMemoryLimit

@@ -56,8 +56,10 @@ type generation struct {
 // cannot refuses the config (see connectNew). A start does not wait: a
 // store down at start makes its routes answer "unavailable" until it is
 // back. On error build closes what it built, and leaves prev as it was.
-func build(ctx context.Context, cfg *conf.Config, prev *generation, connect bool, m *route.Metrics, log *zap.Logger) (*generation, *route.Table, *tls.Config, error) {
-	p, err := prepare(ctx, cfg, prev, log)
+// env is the server's: its logger, and what its drivers share.
+func build(ctx context.Context, cfg *conf.Config, prev *generation, connect bool, m *route.Metrics, env backends.Env) (*generation, *route.Table, *tls.Config, error) {
+	log := env.Log
+	p, err := prepare(ctx, cfg, prev, env)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -90,13 +92,15 @@ func build(ctx context.Context, cfg *conf.Config, prev *generation, connect bool
 	return g, table, p.tls, nil
 }
 
-func newDriver(ctx context.Context, name string, entry map[string]any, log *zap.Logger) (backends.Driver, error) {
+// newDriver builds the driver of backend name, with the server's env.
+func newDriver(ctx context.Context, name string, entry map[string]any, env backends.Env) (backends.Driver, error) {
 	typ, _ := entry["type"].(string)
 	factory, err := backends.Lookup(typ)
 	if err != nil {
 		return nil, err
 	}
-	return factory(ctx, name, options(entry), log.Named("backend").With(zap.String("backend", name)))
+	env.Log = env.Log.Named("backend").With(zap.String("backend", name))
+	return factory(ctx, name, options(entry), env)
 }
 
 // options is a backend's entry without its type: what its factory takes.
@@ -187,16 +191,10 @@ type canonicalizer interface {
 // canonOf returns the key canonicalizer of b or of the store under its L1
 // tier, nil if it has none.
 func canonOf(b backends.Backend) func(string) string {
-	for {
-		if c, ok := b.(canonicalizer); ok {
-			return c.CanonicalKey
-		}
-		u, ok := b.(interface{ Unwrap() backends.Backend })
-		if !ok {
-			return nil
-		}
-		b = u.Unwrap()
+	if c, ok := backends.As[canonicalizer](b); ok {
+		return c.CanonicalKey
 	}
+	return nil
 }
 
 // open returns the backend of one route: prev's, when the route and its

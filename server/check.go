@@ -22,7 +22,7 @@ import (
 // for a reason Check could have given, and Check gives every reason at
 // once, one per line, each starting with the path of the setting.
 func Check(ctx context.Context, cfg *conf.Config, log *zap.Logger) error {
-	p, err := prepare(ctx, cfg, nil, log)
+	p, err := prepare(ctx, cfg, nil, backends.Env{Log: log})
 	if err != nil {
 		return err
 	}
@@ -92,8 +92,8 @@ func (p *prepared) connectNew(ctx context.Context, prev *generation) error {
 //   - each route's options, by asking its backend's type (backends.RouteCheck).
 //
 // It goes on past a failed check, and returns every reason as conf.Errors.
-// On error it has closed the drivers it made.
-func prepare(ctx context.Context, cfg *conf.Config, prev *generation, log *zap.Logger) (*prepared, error) {
+// On error it has closed the drivers it made. env is the server's (build).
+func prepare(ctx context.Context, cfg *conf.Config, prev *generation, env backends.Env) (*prepared, error) {
 	var errs conf.Errors
 	if err := cfg.Validate(); err != nil {
 		errs = addLines(errs, "", err)
@@ -112,7 +112,7 @@ func prepare(ctx context.Context, cfg *conf.Config, prev *generation, log *zap.L
 		if _, err := backends.Lookup(typ); err != nil {
 			continue // Validate named it
 		}
-		d, err := newDriver(ctx, name, cfg.Backends[name], log)
+		d, err := newDriver(ctx, name, cfg.Backends[name], env)
 		if err != nil {
 			errs = addLines(errs, "backends."+name, err)
 			continue
@@ -121,7 +121,7 @@ func prepare(ctx context.Context, cfg *conf.Config, prev *generation, log *zap.L
 	}
 	errs = append(errs, checkRoutes(cfg)...)
 	if len(errs) > 0 {
-		closeDrivers(made, log)
+		closeDrivers(made, env.Log)
 		return nil, errs
 	}
 	return &prepared{drivers: drivers, tls: tlsCfg}, nil

@@ -97,7 +97,7 @@ func (s *Server) reload(ctx context.Context, cfg *conf.Config) error {
 	// Certificates are read again even when their paths are unchanged:
 	// renewing them in place and sending SIGHUP is how they are rotated.
 	buildCtx, cancelBuild := context.WithTimeout(ctx, buildTimeout)
-	next, table, tlsCfg, err := build(buildCtx, cfg, prev, true, s.metrics, s.log)
+	next, table, tlsCfg, err := build(buildCtx, cfg, prev, true, s.metrics, s.env())
 	cancelBuild()
 	if err != nil {
 		return err
@@ -131,7 +131,7 @@ func (s *Server) reload(ctx context.Context, cfg *conf.Config) error {
 // wrong with cfg, so one attempt tells everything; it builds nothing that
 // stays.
 func (s *Server) alsoWrong(ctx context.Context, cfg *conf.Config, prev *generation, errs conf.Errors) error {
-	p, err := prepare(ctx, cfg, prev, s.log)
+	p, err := prepare(ctx, cfg, prev, s.env())
 	if err != nil {
 		return append(err.(conf.Errors), errs...)
 	}

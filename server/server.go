@@ -33,6 +33,9 @@ type Server struct {
 	metrics *route.Metrics
 	router  *route.Router
 	reloads *reloadMetrics
+	// busy is the busy-reply-threshold the memory stores wait by and
+	// scripts run by; CONFIG SET changes it, a reload keeps it.
+	busy *backends.BusyThreshold
 
 	resp  *proxy.Server
 	data  *httpapi.Data
@@ -62,6 +65,7 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 		reg:       prometheus.NewRegistry(),
 		listeners: map[string]net.Listener{},
 		serveErr:  make(chan error, 4),
+		busy:      backends.NewBusyThreshold(backends.DefaultBusyThreshold),
 	}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = route.NewMetrics(s.reg)
@@ -71,7 +75,7 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 	// driver's series go away with it and a new one's appear.
 	s.reg.MustRegister(generationCollector{s})
 
-	g, table, tlsCfg, err := build(ctx, cfg, nil, false, s.metrics, log)
+	g, table, tlsCfg, err := build(ctx, cfg, nil, false, s.metrics, s.env())
 	if err != nil {
 		return nil, err
 	}
@@ -82,17 +86,10 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 	}
 
 	users := newUsers(cfg)
-	s.resp = proxy.New(s.router, s.metrics, respConfig(cfg), log.Named("resp"), s.reg)
+	s.resp = proxy.New(s.router, s.metrics, respConfig(cfg), s.busy, log.Named("resp"), s.reg)
 	s.resp.SetInfoFunc(s.info)
 	s.resp.SetUsers(users)
-	s.data = httpapi.NewData(s.router, httpapi.Config{
-		MaxBodyBytes:   int64(cfg.HTTP.MaxBodyBytes),
-		ReadTimeout:    time.Duration(cfg.HTTP.ReadTimeout),
-		WriteTimeout:   time.Duration(cfg.HTTP.WriteTimeout),
-		IdleTimeout:    time.Duration(cfg.HTTP.IdleTimeout),
-		MaxConns:       cfg.HTTP.MaxConns,
-		ReadBufferSize: int(cfg.HTTP.MaxHeaderBytes),
-	}, log.Named("http"), s.reg)
+	s.data = httpapi.NewData(s.router, httpapi.ConfigOf(cfg.HTTP), log.Named("http"), s.reg)
 	s.data.SetUsers(users)
 	s.admin = httpapi.NewAdmin(httpapi.AdminOptions{
 		Gatherer: s.reg,
@@ -106,19 +103,10 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 }
 
 // respConfig is the RESP front's part of cfg.
-func respConfig(cfg *conf.Config) proxy.Config {
-	return proxy.Config{
-		MaxClients:        cfg.RESP.MaxClients,
-		MaxBulkBytes:      int64(cfg.RESP.MaxBulkBytes),
-		MaxInlineBytes:    int(cfg.RESP.MaxInlineBytes),
-		MaxMultibulkLen:   cfg.RESP.MaxMultibulkLen,
-		MaxQueryBytes:     int64(cfg.RESP.MaxQueryBytes),
-		OutputBufferLimit: int64(cfg.RESP.OutputBufferLimit),
-		IdleTimeout:       time.Duration(cfg.RESP.IdleTimeout),
-		WriteTimeout:      time.Duration(cfg.RESP.WriteTimeout),
-		Version:           Version(),
-	}
-}
+func respConfig(cfg *conf.Config) proxy.Config { return proxy.ConfigOf(cfg.RESP, Version()) }
+
+// env is what the server gives each driver it builds.
+func (s *Server) env() backends.Env { return backends.Env{Log: s.log, Busy: s.busy} }
 
 // SetSource records where the config came from, so that SIGHUP
 // (ReloadFile) reads the same file, environment and flags again, and POST

@@ -6,27 +6,28 @@ import (
 	"testing"
 
 	"github.com/pgcache/pgcache/conf"
+	"github.com/pgcache/pgcache/proxy"
 )
 
-// Every setting of conf.Config is declared reloadable or not: a field
-// added to the config without a decision fails here, instead of starting
-// to reload (or being refused) by accident.
+// Every setting of conf.Config is declared reloadable or not in the
+// settings table: a field added to the config without a decision fails
+// here, instead of starting to reload (or being refused) by accident.
 func TestEverySettingIsDeclared(t *testing.T) {
 	var cfg conf.Config
 	v := reflect.ValueOf(&cfg).Elem()
 	seen := map[string]bool{}
 	walkSettings(v, v, "", func(path string, _, _ reflect.Value) {
 		seen[path] = true
-		if _, ok := settings[path]; !ok {
-			t.Errorf("setting %s is neither reloadable nor refused: declare it in settings (server/settings.go)", path)
+		if _, ok := proxy.ReloadOf(path); !ok {
+			t.Errorf("setting %s is neither reloadable nor refused: declare it in the settings table (proxy/settings.go)", path)
 		}
 	})
 	if len(seen) < 30 {
 		t.Fatalf("walked %d settings; the walk misses fields", len(seen))
 	}
-	for path := range settings {
+	for _, path := range proxy.SettingPaths() {
 		if !seen[path] {
-			t.Errorf("settings declares %s, which is not a setting of conf.Config", path)
+			t.Errorf("the settings table declares %s, which is not a setting of conf.Config", path)
 		}
 	}
 }
@@ -40,10 +41,13 @@ func TestUndeclaredSettingIsRefused(t *testing.T) {
 	if err := fixed(old, &cfg); err != nil {
 		t.Fatalf("resp.max_clients is declared reloadable, but: %v", err)
 	}
-	r := settings["resp.max_clients"]
-	delete(settings, "resp.max_clients")
-	defer func() { settings["resp.max_clients"] = r }()
-	err := fixed(old, &cfg)
+	undeclared := func(path string) (proxy.Reload, bool) {
+		if path == "resp.max_clients" {
+			return proxy.Reload{}, false
+		}
+		return proxy.ReloadOf(path)
+	}
+	err := fixedBy(old, &cfg, undeclared)
 	if want := `config reload not supported for resp.max_clients ("10" -> "20"): restart pgcache`; err == nil || err.Error() != want {
 		t.Fatalf("an undeclared setting changed: %v, want %q", err, want)
 	}

@@ -87,12 +87,19 @@ func (l *keyLocks) stillQuiet(gen uint64) bool {
 
 type stripe struct {
 	mu    sync.Mutex
-	seq   atomic.Uint64 // odd while an atomic run holds the stripe
-	since atomic.Int64  // when that run began (unix nanoseconds), 0: none
-	_     [40]byte      // a cache line each: stripes are written by different cores
+	seq   atomic.Uint64           // odd while an atomic run holds the stripe
+	since atomic.Int64            // when that run began (unix nanoseconds), 0: none
+	busy  *backends.BusyThreshold // the driver's: how long past since a request waits
+	_     [32]byte                // a cache line each: stripes are written by different cores
 }
 
-func newKeyLocks() *keyLocks { return &keyLocks{seed: maphash.MakeSeed()} }
+func newKeyLocks(busy *backends.BusyThreshold) *keyLocks {
+	l := &keyLocks{seed: maphash.MakeSeed()}
+	for i := range l.stripes {
+		l.stripes[i].busy = busy
+	}
+	return l
+}
 
 func (l *keyLocks) index(k string) int { return int(maphash.String(l.seed, k) % nStripes) }
 
@@ -106,7 +113,7 @@ func (l *keyLocks) of(k string) *stripe {
 }
 
 // lock takes the stripe for a write, waiting for an atomic run that holds
-// it, but no longer than BusyThreshold past that run's start.
+// it, but no longer than the busy threshold past that run's start.
 func (st *stripe) lock() error {
 	if st == nil || st.mu.TryLock() {
 		return nil
@@ -131,7 +138,7 @@ func (st *stripe) wait(take bool) error {
 		if !take && st.seq.Load()&1 == 0 {
 			return nil
 		}
-		if since := st.since.Load(); since != 0 && time.Now().UnixNano()-since > backends.BusyThreshold.Load() {
+		if since := st.since.Load(); since != 0 && time.Duration(time.Now().UnixNano()-since) > st.busy.Load() {
 			return backends.ErrBusy
 		}
 		time.Sleep(pause)

@@ -13,9 +13,9 @@ import (
 	"github.com/pgcache/pgcache/backends"
 )
 
-func openStore(t *testing.T) *Store {
+func openStore(t *testing.T, opts ...DriverOption) *Store {
 	t.Helper()
-	d := NewDriver("mem", 64<<20)
+	d := NewDriver("mem", 64<<20, opts...)
 	t.Cleanup(func() { d.Close() })
 	b, err := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
 	if err != nil {
@@ -116,13 +116,12 @@ func TestAtomicExcludesWriters(t *testing.T) {
 	}
 }
 
-// TestAtomicBusy: past BusyThreshold, requests for a held key fail with
-// ErrBusy; other keys are served.
+// TestAtomicBusy: past the driver's busy threshold, requests for a held
+// key fail with ErrBusy; other keys are served.
 func TestAtomicBusy(t *testing.T) {
-	old := backends.BusyThreshold.Load()
-	backends.BusyThreshold.Store(int64(20 * time.Millisecond))
-	t.Cleanup(func() { backends.BusyThreshold.Store(old) })
-	s := openStore(t)
+	busy := backends.NewBusyThreshold(time.Hour)
+	s := openStore(t, WithBusyThreshold(busy))
+	busy.Store(20 * time.Millisecond) // a change reaches the open stores
 	ctx := context.Background()
 	inside, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error)

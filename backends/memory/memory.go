@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/maypok86/otter/v2"
-	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/cursor"
@@ -41,7 +40,7 @@ type Options struct {
 }
 
 // New builds a memory driver.
-func New(_ context.Context, name string, options map[string]any, _ *zap.Logger) (backends.Driver, error) {
+func New(_ context.Context, name string, options map[string]any, env backends.Env) (backends.Driver, error) {
 	var o Options
 	if err := decode.Strict(options, &o); err != nil {
 		return nil, err
@@ -52,7 +51,7 @@ func New(_ context.Context, name string, options map[string]any, _ *zap.Logger) 
 	if o.MaxBytes < 0 {
 		return nil, errMaxBytes(o.MaxBytes)
 	}
-	return NewDriver(name, int64(o.MaxBytes)), nil
+	return NewDriver(name, int64(o.MaxBytes), WithBusyThreshold(env.Busy)), nil
 }
 
 type errMaxBytes decode.ByteSize
@@ -72,6 +71,7 @@ type cache = otter.Cache[string, *item]
 type Driver struct {
 	name     string
 	maxBytes int64
+	busy     *backends.BusyThreshold // how long a request waits for an atomic run (atomic.go)
 
 	clock *otter.CoarseClock // otter's, read by sweeps (see package sweep)
 
@@ -90,12 +90,12 @@ type routeCache struct {
 	moves   sync.Mutex
 }
 
-func newRouteCache(maxBytes int64, clock otter.Clock) *routeCache {
+func newRouteCache(maxBytes int64, clock otter.Clock, busy *backends.BusyThreshold) *routeCache {
 	notes := newNotifier()
 	c := newCache(maxBytes, clock, notes.deleted)
 	notes.c = c
 	return &routeCache{c: c, sweep: sweep.Start(c, func(it *item) int64 { return it.exp }),
-		locks: newKeyLocks(), notes: notes, cursors: newCursors()}
+		locks: newKeyLocks(busy), notes: notes, cursors: newCursors()}
 }
 
 // drop empties and stops the cache.
@@ -108,9 +108,25 @@ func (rc *routeCache) drop() {
 }
 
 // NewDriver returns a memory driver bounded by maxBytes.
-func NewDriver(name string, maxBytes int64) *Driver {
-	return &Driver{name: name, maxBytes: maxBytes, routes: map[string]*routeCache{},
+func NewDriver(name string, maxBytes int64, opts ...DriverOption) *Driver {
+	d := &Driver{name: name, maxBytes: maxBytes, routes: map[string]*routeCache{},
 		clock: sweep.NewClock()}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
+}
+
+// DriverOption sets what a driver takes from the server it serves, not
+// from its config.
+type DriverOption func(*Driver)
+
+// WithBusyThreshold makes the driver's stores fail a request with
+// backends.ErrBusy once the atomic run holding its key has run for longer
+// than b (the server's busy-reply-threshold, which CONFIG SET changes).
+// Without it, or with nil: backends.DefaultBusyThreshold.
+func WithBusyThreshold(b *backends.BusyThreshold) DriverOption {
+	return func(d *Driver) { d.busy = b }
 }
 
 // newCache makes a route's cache; deleted hears of every removal (see
@@ -150,7 +166,7 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 	defer d.mu.Unlock()
 	rc, ok := d.routes[spec.Name]
 	if !ok {
-		rc = newRouteCache(d.maxBytes, d.clock)
+		rc = newRouteCache(d.maxBytes, d.clock, d.busy)
 		d.routes[spec.Name] = rc
 		d.rebalanceLocked()
 	}

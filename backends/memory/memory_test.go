@@ -176,7 +176,7 @@ func TestOptions(t *testing.T) {
 		{"bad size", map[string]any{"max_bytes": "lots"}, "lots"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := New(context.Background(), "mem", tc.opts, nil)
+			d, err := New(context.Background(), "mem", tc.opts, backends.Env{})
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"slices"
 	"time"
@@ -13,14 +14,83 @@ import (
 	"github.com/pgcache/pgcache/backends/snapshot"
 )
 
+// Atomic runs (MULTI/EXEC, a script) of a kv table and of a table route's
+// rows: attempts, each one transaction (snapshotOnce) that locks the keys'
+// rows and reads them, runs fn on a copy of them (package snapshot), and
+// writes back what fn changed; a row another session inserted meanwhile
+// makes it start over. The stores differ in how they lock, read and write
+// (atomicRows).
+
+// snapshotRun is one Atomically call: its keys as snapshot.Unique returns
+// them, fn with its error in the last attempt, and the store's side.
+type snapshotRun struct {
+	keys  []string
+	fn    func(tx backends.Backend) error
+	fnErr error
+	rows  atomicRows
+}
+
+// atomicRows is a store's side of an attempt, inside its transaction. ctx
+// is the attempt's: each round trip is bounded by a command timeout of its
+// own (deadlines.Of).
+type atomicRows interface {
+	// load locks the rows of keys and reads the live ones: an entry per
+	// key (a nil Val when absent), lifetimes measured from now().
+	load(ctx context.Context, tx pgx.Tx, keys []string) ([]backends.Expiring, error)
+	// refuse says why the store cannot make writes, as fn's error:
+	// nothing is written. nil: it can.
+	refuse(writes []snapshot.Write) error
+	// write makes writes; stored is false when a key absent at the load
+	// has a live row now.
+	write(ctx context.Context, tx pgx.Tx, writes []snapshot.Write) (stored bool, err error)
+}
+
+// snapshotOnce is one attempt of a run, in one transaction: load, fn on a
+// copy, write. A key absent at the load locks no row: its row is inserted
+// only if still absent, and a row another session inserted meanwhile makes
+// the insert return nothing, so done is false, the transaction rolls back,
+// and the run starts over and sees the row.
+//
+// Lifetimes are read and written relative to now(), the transaction's
+// start, which is the load instant snapshot measures them from: a key fn
+// did not touch is not written, and one it wrote with KEEPTTL gets back its
+// exact deadline. Each round trip has its own command timeout; fn, which
+// holds the locks meanwhile, is bounded by its caller (a script's limits).
+func (b *base) snapshotOnce(ctx context.Context, run *snapshotRun) (done bool, err error) {
+	// Before BEGIN, so before now(): a deadline in the scratch is never
+	// later than its row's.
+	start := time.Now()
+	tx, err := b.pool.Begin(b.d.deadlines.Of(ctx))
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+
+	state, err := run.rows.load(ctx, tx, run.keys)
+	if err != nil {
+		return false, err
+	}
+	writes, err := snapshot.Run(run.keys, state, start, run.fn)
+	if err == nil {
+		err = run.rows.refuse(writes)
+	}
+	if run.fnErr = err; err != nil {
+		return true, nil
+	}
+	if len(writes) > 0 {
+		stored, err := run.rows.write(ctx, tx, writes)
+		if err != nil || !stored {
+			return false, err
+		}
+	}
+	return true, tx.Commit(b.d.deadlines.Of(ctx))
+}
+
 // Atomically runs fn on the declared keys as one transaction (MULTI/EXEC, a
-// script): see atomicOnce. Only kv tables have it; a table route's rows are
-// the application's, and a run over them is refused by the route.
+// script): see snapshotOnce and kvRows.
 func (s *KV) Atomically(ctx context.Context, keys []string, fn func(tx backends.Backend) error) error {
-	keys = snapshot.Unique(keys)
-	if len(keys) == 0 {
-		_, err := snapshot.Run(nil, nil, time.Now(), fn)
-		return err
+	if keys = snapshot.Unique(keys); len(keys) == 0 {
+		return snapshot.Empty(fn)
 	}
 	params := make([]any, len(keys))
 	for i, k := range keys {
@@ -30,15 +100,11 @@ func (s *KV) Atomically(ctx context.Context, keys []string, fn func(tx backends.
 		}
 		params[i] = p
 	}
-	run := atomicRun{keys: keys, params: s.key.array(params), locks: s.keyLocks(keys), fn: fn}
-	err := s.do(ctx, "atomic", func(context.Context) error {
-		for range maxSetRetries {
-			done, err := s.atomicOnce(ctx, &run)
-			if err != nil || done {
-				return err
-			}
-		}
-		return errContention
+	run := snapshotRun{keys: keys, fn: fn, rows: kvRows{s: s, params: s.key.array(params), locks: s.keyLocks(keys)}}
+	// The attempt gets the caller's ctx, not the one operation's: each of
+	// its round trips has a command timeout of its own.
+	err := s.attempts(ctx, "atomic", func(context.Context) (bool, error) {
+		return s.snapshotOnce(ctx, &run)
 	})
 	if err != nil {
 		return err
@@ -46,14 +112,22 @@ func (s *KV) Atomically(ctx context.Context, keys []string, fn func(tx backends.
 	return run.fnErr
 }
 
-// atomicRun is one Atomically call: its keys as Unique returns them, as
-// one array parameter, their advisory locks, and fn with its last error.
-type atomicRun struct {
-	keys   []string
+// kvRows is a kv table's side of a run: its keys as one array parameter,
+// and their advisory locks. An attempt
+//
+//  1. takes the keys' advisory locks, in order: runs on the same keys
+//     serialize here, before they touch a row;
+//  2. reads the live rows of the keys FOR UPDATE, in key order as upserts
+//     lock them: plain writes of those rows wait until the commit;
+//  3. runs fn on a copy of them;
+//  4. writes what fn changed: a row read is updated or deleted (it is
+//     locked), a key absent at the read is inserted only if still no live
+//     row has it (setNXSQL): a plain SET of a new key takes no lock this
+//     run holds.
+type kvRows struct {
+	s      *KV
 	params any
 	locks  []int64
-	fn     func(tx backends.Backend) error
-	fnErr  error
 }
 
 // keyLocks are the advisory lock keys of keys in this table, sorted and
@@ -74,67 +148,20 @@ func (s *KV) keyLocks(keys []string) []int64 {
 	return slices.Compact(out)
 }
 
-// atomicOnce is one attempt of a run, in one transaction:
-//
-//  1. take the keys' advisory locks, in order: runs on the same keys
-//     serialize here, before they touch a row;
-//  2. read the live rows of the keys FOR UPDATE, in key order as upserts
-//     lock them: plain writes of those rows wait until the commit;
-//  3. run fn on a copy of them (package snapshot);
-//  4. write what fn changed: a row read is updated or deleted (it is
-//     locked), a key absent at the read is inserted only if still no live
-//     row has it (setNXSQL). A row another session inserted after the
-//     read (a plain SET of a new key takes no lock this run holds) makes
-//     the insert return nothing: done is false, the transaction rolls
-//     back, and the run starts over and sees the row.
-//
-// Lifetimes are read and written relative to now(), the transaction's
-// start, which is the load instant snapshot measures them from: a key fn
-// did not touch is not written, and one it wrote with KEEPTTL gets back its
-// exact deadline. Each round trip has its own command timeout; fn, which
-// holds the locks meanwhile, is bounded by its caller (a script's limits).
-func (s *KV) atomicOnce(ctx context.Context, run *atomicRun) (done bool, err error) {
-	bounded := func() context.Context { return s.d.deadlines.Of(ctx) }
-	// Before BEGIN, so before now(): a deadline in the scratch is never
-	// later than its row's.
-	start := time.Now()
-	tx, err := s.pool.Begin(bounded())
-	if err != nil {
-		return false, err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
-
-	state, err := s.atomicLoad(bounded(), tx, run)
-	if err != nil {
-		return false, err
-	}
-	writes, err := snapshot.Run(run.keys, state, start, run.fn)
-	if err != nil {
-		run.fnErr = err
-		return true, nil
-	}
-	run.fnErr = nil
-	if len(writes) > 0 {
-		stored, err := s.atomicWrite(bounded(), tx, writes)
-		if err != nil || !stored {
-			return false, err
-		}
-	}
-	return true, tx.Commit(bounded())
-}
-
-// atomicLoad locks the keys and reads their live rows, collections whole:
-// one round trip.
-func (s *KV) atomicLoad(ctx context.Context, tx pgx.Tx, run *atomicRun) ([]backends.Expiring, error) {
-	if _, err := tx.Exec(ctx, lockKeysSQL, run.locks); err != nil {
+// load locks the keys and reads their live rows, collections whole.
+func (r kvRows) load(ctx context.Context, tx pgx.Tx, keys []string) ([]backends.Expiring, error) {
+	if _, err := tx.Exec(r.s.d.deadlines.Of(ctx), lockKeysSQL, r.locks); err != nil {
 		return nil, err
 	}
-	return s.load(ctx, tx, s.coll.loadLocked, run.params, run.keys)
+	return r.s.load(r.s.d.deadlines.Of(ctx), tx, r.s.coll.loadLocked, r.params, keys)
 }
 
-// atomicWrite writes what fn changed: one round trip. stored is false when
-// a key absent at the read has a live row now.
-func (s *KV) atomicWrite(ctx context.Context, tx pgx.Tx, writes []snapshot.Write) (stored bool, err error) {
+// refuse refuses nothing: a kv table stores whatever fn left.
+func (kvRows) refuse([]snapshot.Write) error { return nil }
+
+// write writes what fn changed: one round trip.
+func (r kvRows) write(ctx context.Context, tx pgx.Tx, writes []snapshot.Write) (stored bool, err error) {
+	s := r.s
 	b := &pgx.Batch{}
 	var creates []int // results that say whether a new row went in
 	for _, w := range writes {
@@ -164,7 +191,7 @@ func (s *KV) atomicWrite(ctx context.Context, tx pgx.Tx, writes []snapshot.Write
 			b.Queue(s.sql.setNX, k, w.Val, ttl, nil)
 		}
 	}
-	br := tx.SendBatch(ctx, b)
+	br := tx.SendBatch(s.d.deadlines.Of(ctx), b)
 	defer br.Close()
 	stored = true
 	for i := range b.Len() {
@@ -190,4 +217,107 @@ func (s *KV) atomicWrite(ctx context.Context, tx pgx.Tx, writes []snapshot.Write
 // array's elements in order), held until the transaction ends.
 const lockKeysSQL = `SELECT pg_advisory_xact_lock(h) FROM unnest($1::int8[]) AS u(h)`
 
-var _ backends.Atomic = (*KV)(nil)
+// Atomically runs fn on the declared rows as one transaction (MULTI/EXEC,
+// a script; valkey-go's cached read is MULTI, PTTL, GET, EXEC): see
+// snapshotOnce and tableRows. Rows do not expire, so a run that gives one
+// a lifetime is refused, and nothing is written.
+func (s *Table) Atomically(ctx context.Context, keys []string, fn func(tx backends.Backend) error) error {
+	if keys = snapshot.Unique(keys); len(keys) == 0 {
+		return snapshot.Empty(fn)
+	}
+	sh, args, err := s.prepareMany(ctx, keys)
+	if err != nil {
+		return err
+	}
+	run := snapshotRun{keys: keys, fn: fn, rows: tableRows{s: s, sh: sh, args: args}}
+	err = s.attempts(ctx, "atomic", func(ctx context.Context) (bool, error) {
+		return s.snapshotOnce(ctx, &run)
+	})
+	if err != nil {
+		return err
+	}
+	return run.fnErr
+}
+
+// tableRows is a table route's side of a run: the rows are read FOR UPDATE
+// (plain writes of them wait until the commit); a key absent at the read
+// locks nothing.
+type tableRows struct {
+	s    *Table
+	sh   *tableShape
+	args []any // the keys, as sh.lockMany takes them
+}
+
+// load locks and reads the rows of keys: one round trip.
+func (r tableRows) load(ctx context.Context, tx pgx.Tx, keys []string) ([]backends.Expiring, error) {
+	state := make([]backends.Expiring, len(keys))
+	rows, err := tx.Query(r.s.d.deadlines.Of(ctx), r.sh.lockMany, r.args...)
+	if err != nil {
+		return nil, keyErr(err)
+	}
+	var i int64
+	var v []byte
+	if _, err := pgx.ForEachRow(rows, []any{&i, &v}, func() error {
+		state[i-1] = backends.Expiring{Val: v, TTL: backends.TTLPersistent}
+		return nil
+	}); err != nil {
+		return nil, keyErr(err)
+	}
+	return state, nil
+}
+
+// refuse refuses a row with a lifetime: rows do not expire.
+func (r tableRows) refuse(writes []snapshot.Write) error {
+	for _, w := range writes {
+		if w.Val != nil && w.TTL != backends.TTLPersistent {
+			return fmt.Errorf("%s: a row with an expiry: rows do not expire: %w", r.s.where, backends.ErrUnsupported)
+		}
+	}
+	return nil
+}
+
+// write writes the rows one by one, each with a command timeout of its own.
+func (r tableRows) write(ctx context.Context, tx pgx.Tx, writes []snapshot.Write) (stored bool, err error) {
+	for _, w := range writes {
+		if stored, err := r.writeOne(r.s.d.deadlines.Of(ctx), tx, w); err != nil || !stored {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// writeOne writes one key of a run: the row deleted, updated (it was
+// read, so it is locked) or inserted if still absent (stored false when
+// another session has inserted it since the read).
+func (r tableRows) writeOne(ctx context.Context, tx pgx.Tx, w snapshot.Write) (stored bool, err error) {
+	sh := r.sh
+	vals, err := parseRowKey(w.Key, sh.pkColumns())
+	if err != nil {
+		return false, err
+	}
+	if w.Val == nil {
+		arrays := make([]any, len(vals))
+		for i, v := range vals {
+			arrays[i] = []string{v}
+		}
+		_, err := tx.Exec(ctx, sh.del, arrays...)
+		return err == nil, keyErr(err)
+	}
+	row, err := rowValue(w.Val, &sh.rel, vals)
+	if err != nil {
+		return false, err
+	}
+	if w.Existed {
+		_, err := tx.Exec(ctx, sh.upsert, row)
+		return err == nil, valueErr(err)
+	}
+	err = storedRow(tx.QueryRow(ctx, sh.insert, row), &stored)
+	return stored, valueErr(err)
+}
+
+var (
+	_ backends.Atomic = (*KV)(nil)
+	_ backends.Atomic = (*Table)(nil)
+	_ atomicRows      = kvRows{}
+	_ atomicRows      = tableRows{}
+)

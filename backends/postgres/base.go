@@ -65,6 +65,22 @@ func (b *base) do(ctx context.Context, op string, f func(ctx context.Context) er
 	return opError(ctx, b.where, op, err)
 }
 
+// attempts runs op as one operation (do) of attempts, each a transaction
+// of its own (once), until one is done. An attempt whose insert of a key
+// absent at its read met a row another session inserted since reports
+// done false and rolls back; the next one reads that row. After
+// maxSetRetries such attempts the operation fails with errContention.
+func (b *base) attempts(ctx context.Context, op string, once func(ctx context.Context) (done bool, err error)) error {
+	return b.do(ctx, op, func(ctx context.Context) error {
+		for range maxSetRetries {
+			if done, err := once(ctx); err != nil || done {
+				return err
+			}
+		}
+		return errContention
+	})
+}
+
 // setup runs a store's first contact with its table (create or check a kv
 // table, read a source table's columns) until it succeeds once. Until then
 // every request tries it again, at most once per setupRetry; in between

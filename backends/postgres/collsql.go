@@ -5,10 +5,10 @@ import "strings"
 // collSQL are the statements of a kv table's collections (collschema.go):
 // {t} is the kv table, {i} its items table, {k} the key's SQL type.
 type collSQL struct {
-	load, loadLocked                   string
-	createRow, updateRow, delRow       string
-	putItems, putFields, delItems      string
-	delAll, copyIn                     string
+	load, loadLocked              string
+	createRow, updateRow, delRow  string
+	putItems, putFields, delItems string
+	delAll, copyIn                string
 }
 
 func collStatements(t, items string, k keyType) collSQL {

@@ -64,12 +64,12 @@ type opened interface {
 
 // New builds a driver from its options. It does not connect: pgxpool opens
 // connections when they are first needed.
-func New(_ context.Context, name string, options map[string]any, log *zap.Logger) (backends.Driver, error) {
+func New(_ context.Context, name string, options map[string]any, env backends.Env) (backends.Driver, error) {
 	var o Options
 	if err := decode.Strict(options, &o); err != nil {
 		return nil, err
 	}
-	return NewDriver(name, o, log)
+	return NewDriver(name, o, env.Log)
 }
 
 // NewDriver builds a driver from decoded options; zero fields get their

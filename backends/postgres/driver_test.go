@@ -21,7 +21,7 @@ func TestRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := f(context.Background(), "pg", map[string]any{"dsn": pg.DSN(), "max_conns": "3", "sweep_interval": "-1s"}, zap.NewNop())
+	d, err := f(context.Background(), "pg", map[string]any{"dsn": pg.DSN(), "max_conns": "3", "sweep_interval": "-1s"}, backends.Env{Log: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestOptions(t *testing.T) {
 		{"min-conns", map[string]any{"max_conns": 2, "min_conns": 3}, nil, "min_conns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			drv, err := New(context.Background(), "pg", tc.options, nil)
+			drv, err := New(context.Background(), "pg", tc.options, backends.Env{})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("New = %v, want an error naming %q", err, tc.wantErr)

@@ -21,14 +21,8 @@ func (s *KV) updateTx(ctx context.Context, key string, u backends.Update) error 
 		return err
 	}
 	var applyErr error
-	err = s.do(ctx, u.Op(), func(ctx context.Context) error {
-		for range maxSetRetries {
-			done, err := s.updateOnce(ctx, k, u, &applyErr)
-			if err != nil || done {
-				return err
-			}
-		}
-		return errContention
+	err = s.attempts(ctx, u.Op(), func(ctx context.Context) (bool, error) {
+		return s.updateOnce(ctx, k, u, &applyErr)
 	})
 	if err != nil {
 		return err

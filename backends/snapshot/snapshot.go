@@ -187,6 +187,14 @@ func diff(scratch *memory.Scratch, k string, before loaded, base int64) (Write, 
 	return w, true
 }
 
+// Empty runs fn as a run that declares no keys (an EVAL of none) is run:
+// on an empty copy, touching nothing of the store, which has no
+// transaction to make.
+func Empty(fn func(tx backends.Backend) error) error {
+	_, err := Run(nil, nil, time.Now(), fn)
+	return err
+}
+
 // ReadOnly runs fn, which only reads, on keys as er reads them in one call:
 // a read-only transaction needs one moment of the store, not its locks (a
 // table's one statement; an L1 tier's hits checked against the fences,

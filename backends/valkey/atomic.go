@@ -29,10 +29,8 @@ var errCrossSlot = backends.Refusal("CROSSSLOT Keys in request don't hash to the
 // its success says no watched key changed since the WATCH, so what fn saw
 // was the store as it was at that EXEC.
 func (s *Store) Atomically(ctx context.Context, keys []string, fn func(tx backends.Backend) error) error {
-	keys = snapshot.Unique(keys)
-	if len(keys) == 0 {
-		_, err := snapshot.Run(nil, nil, time.Now(), fn)
-		return err
+	if keys = snapshot.Unique(keys); len(keys) == 0 {
+		return snapshot.Empty(fn)
 	}
 	_, done, c, err := s.d.begin(ctx, "atomic")
 	if err != nil {

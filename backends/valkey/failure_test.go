@@ -215,7 +215,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 			for k, v := range options {
 				opts[k] = v
 			}
-			d, err := f(context.Background(), "vk", opts, nil)
+			d, err := f(context.Background(), "vk", opts, backends.Env{})
 			if err != nil {
 				t.Fatal(err)
 			}

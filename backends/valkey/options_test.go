@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgcache/pgcache/backends"
 )
 
 func TestOptionsErrors(t *testing.T) {
@@ -28,7 +30,7 @@ func TestOptionsErrors(t *testing.T) {
 		{"tls ca", map[string]any{"tls": map[string]any{"enabled": true, "ca_file": "/nonexistent.pem"}}, "tls.ca_file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(context.Background(), "vk", tc.options, nil)
+			_, err := New(context.Background(), "vk", tc.options, backends.Env{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New(%v) = %v, want an error with %q", tc.options, err, tc.want)
 			}
@@ -45,7 +47,7 @@ func TestOptionsDefaults(t *testing.T) {
 	}
 	d, err := New(context.Background(), "vk", map[string]any{
 		"addrs": []string{server.Addr()}, "client_cache": map[string]any{}, "conns_per_node": 1,
-	}, nil)
+	}, backends.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

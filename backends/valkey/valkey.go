@@ -15,8 +15,6 @@ package valkey
 import (
 	"context"
 
-	"go.uber.org/zap"
-
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/decode"
 )
@@ -31,10 +29,10 @@ func init() {
 
 // New builds a valkey driver from its config options, decoded strictly (an
 // unknown option is an error). It starts connecting and returns at once.
-func New(_ context.Context, name string, options map[string]any, log *zap.Logger) (backends.Driver, error) {
+func New(_ context.Context, name string, options map[string]any, env backends.Env) (backends.Driver, error) {
 	var o Options
 	if err := decode.Strict(options, &o); err != nil {
 		return nil, err
 	}
-	return NewDriver(name, o, log)
+	return NewDriver(name, o, env.Log)
 }

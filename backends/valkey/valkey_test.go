@@ -53,7 +53,7 @@ func newDriver(t testing.TB, srv *testenv.Redis, options map[string]any) *Driver
 	if _, bench := t.(*testing.B); !bench {
 		log = zaptest.NewLogger(t)
 	}
-	d, err := f(context.Background(), "vk", opts, log)
+	d, err := f(context.Background(), "vk", opts, backends.Env{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

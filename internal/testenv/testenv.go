@@ -1,7 +1,8 @@
 // Package testenv starts throwaway servers for tests and benchmarks:
 // PostgreSQL (postgres.go) and Valkey or Redis (redis.go). Each runs from the
 // distribution's binaries, on a free 127.0.0.1 port, with its files in a
-// temporary directory that is removed when the server is stopped.
+// temporary directory that is removed when the server is stopped. pgcache
+// itself is started by internal/pgcachetest.
 //
 // A test package starts one server in TestMain and shares it:
 //

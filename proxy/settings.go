@@ -1,0 +1,281 @@
+package proxy
+
+import (
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/pgcache/pgcache/conf"
+)
+
+// The settings table: each of pgcache's settings once, with what a reload
+// may do with it (the server's allow-list, server/settings.go) and, for the
+// ones CONFIG GET and SET serve, their Redis names and how they are read
+// and applied (cmd_config.go). A setting is a key of the config file (its
+// path in conf.Config), a CONFIG parameter, or both. CONFIG SET of a key of
+// the file lasts until the next reload or restart, which take the file's
+// value again; of a parameter only, until restart.
+//
+// Adding a CONFIG parameter is one row here, plus the code that uses its
+// value; adding a key to conf.Config is one row too, or the server's
+// TestEverySettingIsDeclared fails: no setting starts reloading, or being
+// refused, by accident.
+
+// setting is one row of the table.
+type setting struct {
+	// path is the setting's key in the config file, koanf keys joined by
+	// dots; "" for a CONFIG parameter only.
+	path string
+	// reload says whether a reload may change the setting at path.
+	reload Reload
+	// names are the CONFIG parameter's names, aliases after the first;
+	// none when CONFIG does not serve the setting.
+	names []string
+	// get reads the parameter's value as CONFIG GET answers it.
+	get func(s *Server) string
+	// set takes a new value from CONFIG SET. nil: CONFIG SET accepts the
+	// value the parameter has, as Redis does, and refuses another for why.
+	set *setter
+	why string
+}
+
+// Reload is what a reload does with a change of one setting.
+type Reload struct {
+	// Live: the new value is taken at the swap. Otherwise a reload that
+	// changes the setting is refused: restart pgcache to change it.
+	Live bool
+	// Moot, for a setting that needs a restart, says when a change of it
+	// does not matter (nil: it always does).
+	Moot func(old, cfg *conf.Config) bool
+}
+
+var (
+	reloads = Reload{Live: true}
+	restart = Reload{}
+)
+
+// setter is how CONFIG SET takes a parameter's new value.
+type setter struct {
+	// check returns Redis's reason to refuse v, "" to take it. Every
+	// parameter of a CONFIG SET is checked before any is applied, so that
+	// it applies all or none.
+	check func(v string) string
+	// apply takes v, which check passed.
+	apply func(s *Server, v string)
+}
+
+// Why a CONFIG parameter cannot change.
+const (
+	fromFile  = "pgcache takes this from its config file, not CONFIG SET"
+	noFeature = "pgcache has no such feature"
+	immutable = "can't set immutable config" // Redis's own text
+)
+
+var settings = []setting{
+	// Listeners are opened once and stay open across reloads. CONFIG
+	// answers the addresses they listen on.
+	{path: "listen.resp", reload: restart, names: []string{"port"}, get: (*Server).listenPort, why: fromFile},
+	{names: []string{"bind"}, get: (*Server).listenHosts, why: fromFile}, // listen.resp's hosts
+	{path: "listen.http", reload: restart},
+	{path: "listen.admin", reload: restart},
+	{path: "listen.resp_unix", reload: restart, names: []string{"unixsocket"}, get: (*Server).listenUnix, why: fromFile},
+	{path: "listen.resp_unix_mode", reload: Reload{Moot: func(_, cfg *conf.Config) bool {
+		return cfg.Listen.RESPUnix == "" // no socket: no mode to keep
+	}}},
+	// The logger is built once, before anything else.
+	{path: "log.level", reload: restart},
+	{path: "log.format", reload: restart},
+	// Read at the swap, and again at shutdown.
+	{path: "shutdown_timeout", reload: reloads},
+	// The RESP front takes a new Config at the swap (SetConfig).
+	{path: "resp.max_clients", reload: reloads, names: []string{"maxclients"},
+		get: func(s *Server) string { return strconv.Itoa(s.config().MaxClients) },
+		set: intIn(1, 1<<32-1, inConfig(func(c *Config, n int64) { c.MaxClients = int(n) }))},
+	{path: "resp.max_bulk_bytes", reload: reloads, names: []string{"proto-max-bulk-len"},
+		get: func(s *Server) string { return strconv.FormatInt(s.config().MaxBulkBytes, 10) },
+		set: memIn(1<<20, maxInt64, inConfig(func(c *Config, n int64) { c.MaxBulkBytes = n }))},
+	{path: "resp.max_inline_bytes", reload: reloads},
+	{path: "resp.max_multibulk_len", reload: reloads},
+	{path: "resp.max_query_bytes", reload: reloads, names: []string{"client-query-buffer-limit"},
+		get: func(s *Server) string { return strconv.FormatInt(s.config().MaxQueryBytes, 10) },
+		set: memIn(1<<20, maxInt64, inConfig(func(c *Config, n int64) { c.MaxQueryBytes = n }))},
+	{path: "resp.output_buffer_limit", reload: reloads, names: []string{"client-output-buffer-limit"},
+		get: func(s *Server) string {
+			return "normal " + strconv.FormatInt(s.config().OutputBufferLimit, 10) + " 0 0 slave 0 0 0 pubsub 0 0 0"
+		}, why: fromFile},
+	{path: "resp.idle_timeout", reload: reloads, names: []string{"timeout"},
+		get: func(s *Server) string { return strconv.FormatInt(int64(s.config().IdleTimeout/time.Second), 10) },
+		set: intIn(0, 1<<31-1, inConfig(func(c *Config, n int64) { c.IdleTimeout = time.Duration(n) * time.Second }))},
+	{path: "resp.write_timeout", reload: reloads},
+	// fasthttp reads its limits while it serves: they cannot change under it.
+	{path: "http.max_body_bytes", reload: restart},
+	{path: "http.read_timeout", reload: restart},
+	{path: "http.write_timeout", reload: restart},
+	{path: "http.idle_timeout", reload: restart},
+	{path: "http.max_conns", reload: restart},
+	{path: "http.max_header_bytes", reload: restart},
+	// What a reload is for: built anew next to the running ones
+	// (server/build.go). maxmemory is the backends' max_bytes, summed; the
+	// memory backend evicts by W-TinyLFU, over all keys.
+	{path: "backends", reload: reloads},
+	{path: "routes", reload: reloads},
+	{names: []string{"maxmemory"}, get: func(s *Server) string { return strconv.FormatInt(s.maxMemory(), 10) }, why: fromFile},
+	{names: []string{"maxmemory-policy"}, get: always("allkeys-lfu"), why: fromFile},
+	// Credentials are swapped at the swap. pgcache keeps only a digest of
+	// passwords (internal/auth): it cannot answer the value as Redis does.
+	{path: "auth.requirepass", reload: reloads, names: []string{"requirepass"}, get: (*Server).requirePass, why: fromFile},
+	{path: "auth.users", reload: reloads},
+	{path: "auth.http_token", reload: reloads},
+	// A listener is TLS or not for its life; the certificate behind it is
+	// read again on every reload, which is how it is renewed.
+	{path: "tls.cert_file", reload: Reload{Moot: func(old, cfg *conf.Config) bool {
+		return old.TLS.On() == cfg.TLS.On()
+	}}},
+	{path: "tls.key_file", reload: reloads},
+	{path: "tls.client_ca_file", reload: reloads},
+	{path: "tls.fronts", reload: restart},
+	{path: "insecure", reload: reloads},
+
+	// CONFIG parameters of the running server only: a reload keeps them.
+	{names: []string{"busy-reply-threshold", "lua-time-limit"},
+		get: func(s *Server) string { return strconv.FormatInt(s.busy.Load().Milliseconds(), 10) },
+		set: intIn(0, maxInt64, func(s *Server, n int64) {
+			s.setBusyThreshold(time.Duration(min(n, maxInt64/int64(time.Millisecond))) * time.Millisecond)
+		})},
+	{names: []string{"tracking-table-max-keys"},
+		get: func(s *Server) string { return strconv.Itoa(s.tracking.maxKeysNow()) },
+		set: intIn(0, maxInt64, func(s *Server, n int64) { s.tracking.setMaxKeys(int(min(n, math.MaxInt32))) })},
+
+	// Redis's parameters for what pgcache has not, or has one way only.
+	{names: []string{"maxmemory-clients"}, get: always("0"), why: noFeature},
+	{names: []string{"databases"}, get: always("1"), why: immutable},
+	{names: []string{"daemonize"}, get: always("no"), why: immutable},
+	{names: []string{"cluster-enabled"}, get: always("no"), why: immutable},
+	{names: []string{"protected-mode"}, get: always("no"), why: noFeature},
+	{names: []string{"save"}, get: always(""), why: noFeature},
+	{names: []string{"appendonly"}, get: always("no"), why: noFeature},
+	{names: []string{"replicaof", "slaveof"}, get: always(""), why: noFeature},
+	{names: []string{"notify-keyspace-events"}, get: always(""), why: noFeature},
+	{names: []string{"dir"}, get: workingDir, why: noFeature},
+}
+
+// params maps each CONFIG name, aliases included, to its setting;
+// paramNames lists the names in table order. byPath maps each config path
+// to its setting.
+var (
+	params     = map[string]*setting{}
+	paramNames []string
+	byPath     = map[string]*setting{}
+)
+
+func init() {
+	for i := range settings {
+		st := &settings[i]
+		if st.path != "" {
+			if _, dup := byPath[st.path]; dup {
+				panic("proxy: setting " + st.path + " declared twice")
+			}
+			byPath[st.path] = st
+		}
+		for _, name := range st.names {
+			if _, dup := params[name]; dup {
+				panic("proxy: duplicate CONFIG parameter " + name)
+			}
+			params[name] = st
+			paramNames = append(paramNames, name)
+		}
+	}
+}
+
+// ReloadOf is what a reload does with a change of the setting at path (a
+// key of conf.Config, as "resp.max_clients"); ok is false for a path the
+// table does not declare, which a reload should refuse to change.
+func ReloadOf(path string) (r Reload, ok bool) {
+	st, ok := byPath[path]
+	if !ok {
+		return Reload{}, false
+	}
+	return st.reload, true
+}
+
+// SettingPaths lists the config paths the table declares.
+func SettingPaths() []string {
+	paths := make([]string, 0, len(byPath))
+	for _, st := range settings {
+		if st.path != "" {
+			paths = append(paths, st.path)
+		}
+	}
+	return paths
+}
+
+// name is the parameter's own name, which CONFIG SET's errors give.
+func (st *setting) name() string { return st.names[0] }
+
+// always is the getter of a parameter whose value never changes.
+func always(v string) func(*Server) string { return func(*Server) string { return v } }
+
+func workingDir(*Server) string {
+	d, _ := os.Getwd()
+	return d
+}
+
+func (s *Server) requirePass() string {
+	if s.users.Load().RESP() {
+		return "(redacted)"
+	}
+	return ""
+}
+
+const maxInt64 = 1<<63 - 1
+
+// intIn takes an integer between lo and hi, checked as Redis does.
+func intIn(lo, hi int64, apply func(s *Server, n int64)) *setter {
+	return &setter{
+		check: func(v string) string {
+			n, ok := parseInt([]byte(v))
+			if !ok {
+				return "argument couldn't be parsed into an integer"
+			}
+			return inRange(n, lo, hi)
+		},
+		apply: func(s *Server, v string) {
+			n, _ := parseInt([]byte(v))
+			apply(s, n)
+		},
+	}
+}
+
+// memIn takes a memory value ("1mb", "512m", "1048576") between lo and hi.
+func memIn(lo, hi int64, apply func(s *Server, n int64)) *setter {
+	return &setter{
+		check: func(v string) string {
+			n, ok := parseMemory(v)
+			if !ok {
+				return "argument must be a memory value"
+			}
+			return inRange(n, lo, hi)
+		},
+		apply: func(s *Server, v string) {
+			n, _ := parseMemory(v)
+			apply(s, n)
+		},
+	}
+}
+
+func inRange(n, lo, hi int64) string {
+	if n < lo || n > hi {
+		return "argument must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10) + " inclusive"
+	}
+	return ""
+}
+
+// inConfig applies a value to a field of the server's Config.
+func inConfig(field func(c *Config, n int64)) func(*Server, int64) {
+	return func(s *Server, n int64) {
+		cfg := *s.config()
+		field(&cfg, n)
+		s.SetConfig(cfg)
+	}
+}
