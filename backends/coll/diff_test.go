@@ -34,9 +34,47 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// parsers are the commands the tests know, by lowercase name; each type's
-// test file adds its own in init.
+// parsers are the commands the tests know, by lowercase name: every one of
+// Commands, with its arity checked as the command table checks it, and a
+// few of the tests' own.
 var parsers = map[string]Parser{}
+
+func init() {
+	for _, c := range Commands {
+		parsers[c.Name] = withArity(c.Arity, c.Parse)
+	}
+}
+
+// withArity checks a request's length as the command table does.
+func withArity(arity int, p Parser) Parser {
+	return func(args [][]byte) (Command, error) {
+		if (arity > 0 && len(args) != arity) || (arity < 0 && len(args) < -arity) {
+			return nil, arityError(args[0])
+		}
+		return p(args)
+	}
+}
+
+// arityOf is a command's arity in Commands; ok is false for none.
+func arityOf(name string) (arity int, ok bool) {
+	for _, c := range Commands {
+		if c.Name == name {
+			return c.Arity, true
+		}
+	}
+	return 0, false
+}
+
+// commandNames are the names of Commands for which keep is true.
+func commandNames(keep func(Spec) bool) []string {
+	var names []string
+	for _, c := range Commands {
+		if keep(c) {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
 
 // db is a store of the test's own: collections and strings by key.
 type db struct {

@@ -10,22 +10,6 @@ import (
 )
 
 func init() {
-	parsers["hset"] = ParseHSet
-	parsers["hmset"] = ParseHSet
-	parsers["hget"] = ParseHGet
-	parsers["hsetnx"] = ParseHSetNX
-	parsers["hmget"] = ParseHMGet
-	parsers["hdel"] = ParseHDel
-	parsers["hexists"] = ParseHExists
-	parsers["hlen"] = ParseHLen
-	parsers["hstrlen"] = ParseHStrLen
-	parsers["hkeys"] = ParseHGetAll
-	parsers["hvals"] = ParseHGetAll
-	parsers["hgetall"] = ParseHGetAll
-	parsers["hincrby"] = ParseHIncrBy
-	parsers["hincrbyfloat"] = ParseHIncrByFloat
-	parsers["hrandfield"] = ParseHRandField
-	parsers["hscan"] = ParseHScan
 	parsers["object"] = parseObjectEncoding
 	parsers["exists"] = parseExists
 }

@@ -11,41 +11,6 @@ import (
 	"github.com/pgcache/pgcache/backends"
 )
 
-// listArity is each list command's arity as Redis's command table has it
-// (negative: at least); the RESP front checks it before Parse, so the
-// tests do too.
-var listArity = map[string]int{
-	"lpush": -3, "rpush": -3, "lpushx": -3, "rpushx": -3, "lpop": -2, "rpop": -2,
-	"llen": 2, "lrange": 4, "lindex": 3, "lset": 4, "linsert": 5, "lrem": 4,
-	"ltrim": 4, "lpos": -3, "lmove": 5, "rpoplpush": 3, "lmpop": -4,
-	"blpop": -3, "brpop": -3, "blmove": 6, "brpoplpush": 4, "blmpop": -5,
-}
-
-var listParsers = map[string]Parser{
-	"lpush": ParseLPush, "rpush": ParseRPush, "lpushx": ParseLPushX, "rpushx": ParseRPushX,
-	"lpop": ParseLPop, "rpop": ParseRPop, "llen": ParseLLen, "lrange": ParseLRange,
-	"lindex": ParseLIndex, "lset": ParseLSet, "linsert": ParseLInsert, "lrem": ParseLRem,
-	"ltrim": ParseLTrim, "lpos": ParseLPos, "lmove": ParseLMove, "rpoplpush": ParseRPopLPush,
-	"lmpop": ParseLMPop, "blpop": ParseBLPop, "brpop": ParseBRPop, "blmove": ParseBLMove,
-	"brpoplpush": ParseBRPopLPush, "blmpop": ParseBLMPop,
-}
-
-func init() {
-	for name, p := range listParsers {
-		parsers[name] = withArity(listArity[name], p)
-	}
-}
-
-// withArity checks a request's length as the command table does.
-func withArity(arity int, p Parser) Parser {
-	return func(args [][]byte) (Command, error) {
-		if (arity > 0 && len(args) != arity) || (arity < 0 && len(args) < -arity) {
-			return nil, arityError(args[0])
-		}
-		return p(args)
-	}
-}
-
 func TestListPush(t *testing.T) {
 	same(t,
 		"LPUSHX l a",

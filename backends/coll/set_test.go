@@ -6,26 +6,6 @@ import (
 	"testing"
 )
 
-func init() {
-	parsers["sadd"] = ParseSAdd
-	parsers["srem"] = ParseSRem
-	parsers["smembers"] = ParseSMembers
-	parsers["sismember"] = ParseSIsMember
-	parsers["smismember"] = ParseSIsMember
-	parsers["scard"] = ParseSCard
-	parsers["spop"] = ParseSPop
-	parsers["srandmember"] = ParseSRandMember
-	parsers["smove"] = ParseSMove
-	parsers["sinter"] = ParseSInter
-	parsers["sintercard"] = ParseSInterCard
-	parsers["sinterstore"] = ParseSInterStore
-	parsers["sunion"] = ParseSUnion
-	parsers["sunionstore"] = ParseSUnionStore
-	parsers["sdiff"] = ParseSDiff
-	parsers["sdiffstore"] = ParseSDiffStore
-	parsers["sscan"] = ParseSScan
-}
-
 // ints is a command that adds the integers from..to-1, in a shuffled
 // order: "SADD s" 0 3 is SADD s 2 0 1, say.
 func ints(cmd string, from, to int) string {

@@ -1,0 +1,117 @@
+package coll
+
+// Spec is one command on collections as the RESP front's command table
+// takes it: its name, the parser that makes its Op, Redis 7.0's arity
+// (negative: at least), whether it may write, and its keys as COMMAND
+// reports them (first, last — negative from the end —, step; Movable:
+// the parser finds them, from a numkeys argument).
+type Spec struct {
+	Name              string
+	Parse             Parser
+	Arity             int
+	Write             bool
+	First, Last, Step int
+	Movable, Blocking bool
+}
+
+// Commands are every command on collections, by type. Adding one is an Op
+// and a line here.
+var Commands = []Spec{
+	// hashes
+	{Name: "hset", Parse: ParseHSet, Arity: -4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "hmset", Parse: ParseHSet, Arity: -4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "hsetnx", Parse: ParseHSetNX, Arity: 4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "hget", Parse: ParseHGet, Arity: 3, First: 1, Last: 1, Step: 1},
+	{Name: "hmget", Parse: ParseHMGet, Arity: -3, First: 1, Last: 1, Step: 1},
+	{Name: "hdel", Parse: ParseHDel, Arity: -3, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "hexists", Parse: ParseHExists, Arity: 3, First: 1, Last: 1, Step: 1},
+	{Name: "hlen", Parse: ParseHLen, Arity: 2, First: 1, Last: 1, Step: 1},
+	{Name: "hstrlen", Parse: ParseHStrLen, Arity: 3, First: 1, Last: 1, Step: 1},
+	{Name: "hkeys", Parse: ParseHGetAll, Arity: 2, First: 1, Last: 1, Step: 1},
+	{Name: "hvals", Parse: ParseHGetAll, Arity: 2, First: 1, Last: 1, Step: 1},
+	{Name: "hgetall", Parse: ParseHGetAll, Arity: 2, First: 1, Last: 1, Step: 1},
+	{Name: "hincrby", Parse: ParseHIncrBy, Arity: 4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "hincrbyfloat", Parse: ParseHIncrByFloat, Arity: 4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "hrandfield", Parse: ParseHRandField, Arity: -2, First: 1, Last: 1, Step: 1},
+	{Name: "hscan", Parse: ParseHScan, Arity: -3, First: 1, Last: 1, Step: 1},
+
+	// sets
+	{Name: "sadd", Parse: ParseSAdd, Arity: -3, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "srem", Parse: ParseSRem, Arity: -3, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "smembers", Parse: ParseSMembers, Arity: 2, First: 1, Last: 1, Step: 1},
+	{Name: "sismember", Parse: ParseSIsMember, Arity: 3, First: 1, Last: 1, Step: 1},
+	{Name: "smismember", Parse: ParseSIsMember, Arity: -3, First: 1, Last: 1, Step: 1},
+	{Name: "scard", Parse: ParseSCard, Arity: 2, First: 1, Last: 1, Step: 1},
+	{Name: "spop", Parse: ParseSPop, Arity: -2, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "srandmember", Parse: ParseSRandMember, Arity: -2, First: 1, Last: 1, Step: 1},
+	{Name: "smove", Parse: ParseSMove, Arity: 4, Write: true, First: 1, Last: 2, Step: 1},
+	{Name: "sinter", Parse: ParseSInter, Arity: -2, First: 1, Last: -1, Step: 1},
+	{Name: "sintercard", Parse: ParseSInterCard, Arity: -3, Movable: true},
+	{Name: "sinterstore", Parse: ParseSInterStore, Arity: -3, Write: true, First: 1, Last: -1, Step: 1},
+	{Name: "sunion", Parse: ParseSUnion, Arity: -2, First: 1, Last: -1, Step: 1},
+	{Name: "sunionstore", Parse: ParseSUnionStore, Arity: -3, Write: true, First: 1, Last: -1, Step: 1},
+	{Name: "sdiff", Parse: ParseSDiff, Arity: -2, First: 1, Last: -1, Step: 1},
+	{Name: "sdiffstore", Parse: ParseSDiffStore, Arity: -3, Write: true, First: 1, Last: -1, Step: 1},
+	{Name: "sscan", Parse: ParseSScan, Arity: -3, First: 1, Last: 1, Step: 1},
+
+	// sorted sets
+	{Name: "zadd", Parse: ParseZAdd, Arity: -4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "zincrby", Parse: ParseZAdd, Arity: 4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "zrem", Parse: ParseZRem, Arity: -3, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "zcard", Parse: ParseZCard, Arity: 2, First: 1, Last: 1, Step: 1},
+	{Name: "zscore", Parse: ParseZScore, Arity: 3, First: 1, Last: 1, Step: 1},
+	{Name: "zmscore", Parse: ParseZMScore, Arity: -3, First: 1, Last: 1, Step: 1},
+	{Name: "zrank", Parse: ParseZRank, Arity: 3, First: 1, Last: 1, Step: 1},
+	{Name: "zrevrank", Parse: ParseZRank, Arity: 3, First: 1, Last: 1, Step: 1},
+	{Name: "zcount", Parse: ParseZCount, Arity: 4, First: 1, Last: 1, Step: 1},
+	{Name: "zlexcount", Parse: ParseZLexCount, Arity: 4, First: 1, Last: 1, Step: 1},
+	{Name: "zrange", Parse: ParseZRange, Arity: -4, First: 1, Last: 1, Step: 1},
+	{Name: "zrangestore", Parse: ParseZRange, Arity: -5, Write: true, First: 1, Last: 2, Step: 1},
+	{Name: "zrevrange", Parse: ParseZRange, Arity: -4, First: 1, Last: 1, Step: 1},
+	{Name: "zrangebyscore", Parse: ParseZRange, Arity: -4, First: 1, Last: 1, Step: 1},
+	{Name: "zrevrangebyscore", Parse: ParseZRange, Arity: -4, First: 1, Last: 1, Step: 1},
+	{Name: "zrangebylex", Parse: ParseZRange, Arity: -4, First: 1, Last: 1, Step: 1},
+	{Name: "zrevrangebylex", Parse: ParseZRange, Arity: -4, First: 1, Last: 1, Step: 1},
+	{Name: "zremrangebyrank", Parse: ParseZRemRange, Arity: 4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "zremrangebyscore", Parse: ParseZRemRange, Arity: 4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "zremrangebylex", Parse: ParseZRemRange, Arity: 4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "zpopmin", Parse: ParseZPop, Arity: -2, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "zpopmax", Parse: ParseZPop, Arity: -2, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "zmpop", Parse: ParseZMPop, Arity: -4, Write: true, Movable: true},
+	{Name: "bzmpop", Parse: ParseBZMPop, Arity: -5, Write: true, Movable: true, Blocking: true},
+	{Name: "bzpopmin", Parse: ParseBZPop, Arity: -3, Write: true, First: 1, Last: -2, Step: 1, Blocking: true},
+	{Name: "bzpopmax", Parse: ParseBZPop, Arity: -3, Write: true, First: 1, Last: -2, Step: 1, Blocking: true},
+	{Name: "zrandmember", Parse: ParseZRandMember, Arity: -2, First: 1, Last: 1, Step: 1},
+	{Name: "zscan", Parse: ParseZScan, Arity: -3, First: 1, Last: 1, Step: 1},
+	{Name: "zunion", Parse: ParseZSetOp, Arity: -3, Movable: true},
+	{Name: "zinter", Parse: ParseZSetOp, Arity: -3, Movable: true},
+	{Name: "zdiff", Parse: ParseZSetOp, Arity: -3, Movable: true},
+	{Name: "zintercard", Parse: ParseZSetOp, Arity: -3, Movable: true},
+	{Name: "zunionstore", Parse: ParseZSetOp, Arity: -4, Write: true, First: 1, Last: 1, Step: 1, Movable: true},
+	{Name: "zinterstore", Parse: ParseZSetOp, Arity: -4, Write: true, First: 1, Last: 1, Step: 1, Movable: true},
+	{Name: "zdiffstore", Parse: ParseZSetOp, Arity: -4, Write: true, First: 1, Last: 1, Step: 1, Movable: true},
+
+	// lists
+	{Name: "lpush", Parse: ParseLPush, Arity: -3, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "rpush", Parse: ParseRPush, Arity: -3, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "lpushx", Parse: ParseLPushX, Arity: -3, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "rpushx", Parse: ParseRPushX, Arity: -3, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "lpop", Parse: ParseLPop, Arity: -2, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "rpop", Parse: ParseRPop, Arity: -2, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "llen", Parse: ParseLLen, Arity: 2, First: 1, Last: 1, Step: 1},
+	{Name: "lrange", Parse: ParseLRange, Arity: 4, First: 1, Last: 1, Step: 1},
+	{Name: "lindex", Parse: ParseLIndex, Arity: 3, First: 1, Last: 1, Step: 1},
+	{Name: "lset", Parse: ParseLSet, Arity: 4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "linsert", Parse: ParseLInsert, Arity: 5, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "lrem", Parse: ParseLRem, Arity: 4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "ltrim", Parse: ParseLTrim, Arity: 4, Write: true, First: 1, Last: 1, Step: 1},
+	{Name: "lpos", Parse: ParseLPos, Arity: -3, First: 1, Last: 1, Step: 1},
+	{Name: "lmove", Parse: ParseLMove, Arity: 5, Write: true, First: 1, Last: 2, Step: 1},
+	{Name: "rpoplpush", Parse: ParseRPopLPush, Arity: 3, Write: true, First: 1, Last: 2, Step: 1},
+	{Name: "lmpop", Parse: ParseLMPop, Arity: -4, Write: true, Movable: true},
+	{Name: "blpop", Parse: ParseBLPop, Arity: -3, Write: true, First: 1, Last: -2, Step: 1, Blocking: true},
+	{Name: "brpop", Parse: ParseBRPop, Arity: -3, Write: true, First: 1, Last: -2, Step: 1, Blocking: true},
+	{Name: "blmove", Parse: ParseBLMove, Arity: 6, Write: true, First: 1, Last: 2, Step: 1, Blocking: true},
+	{Name: "brpoplpush", Parse: ParseBRPopLPush, Arity: 4, Write: true, First: 1, Last: 2, Step: 1, Blocking: true},
+	{Name: "blmpop", Parse: ParseBLMPop, Arity: -5, Write: true, Movable: true, Blocking: true},
+}
