@@ -17,6 +17,40 @@ import (
 // handler: parse (syntax errors first, as Redis checks them), route the
 // keys (all on one route), run the Op on the route's backend, answer.
 
+// collSpecs are the command table's lines of the commands on collections
+// (coll.Commands).
+func collSpecs() []spec {
+	specs := make([]spec, len(coll.Commands))
+	for i, c := range coll.Commands {
+		specs[i] = spec{name: c.Name, fn: collCmd(c.Parse), kind: kindRead, arity: c.Arity,
+			keys: keySpec{c.First, c.Last, c.Step}}
+		if c.Write {
+			specs[i].kind = kindWrite
+		}
+		if c.Movable {
+			specs[i].movable = collKeys(c.Parse)
+		}
+	}
+	return specs
+}
+
+// collKeys finds the keys of a request of a command whose keys a key spec
+// cannot say (ZUNIONSTORE's numkeys): its parser does.
+func collKeys(parse coll.Parser) func(args [][]byte) ([][]byte, string) {
+	return func(args [][]byte) ([][]byte, string) {
+		op, err := parse(args)
+		if err != nil {
+			return nil, err.Error()
+		}
+		at := op.Request().KeyAt
+		keys := make([][]byte, len(at))
+		for i, j := range at {
+			keys[i] = args[j]
+		}
+		return keys, ""
+	}
+}
+
 // collCmd is the handler of the collection command parse reads.
 func collCmd(parse coll.Parser) handler {
 	return func(c *conn, args [][]byte) { c.runColl(parse, args) }
@@ -35,7 +69,7 @@ func (c *conn) runColl(parse coll.Parser, args [][]byte) {
 	}
 	req := op.Request()
 	req.RESP = c.proto
-	r, ok := c.collKeys(args, req.KeyAt)
+	r, ok := c.routeKeys(args, req.KeyAt)
 	if !ok {
 		return
 	}
@@ -52,10 +86,10 @@ func (c *conn) runColl(parse coll.Parser, args [][]byte) {
 	c.writeOp(op)
 }
 
-// collKeys routes the keys of a request (args at keyAt) into c.keys, as
+// routeKeys routes the keys of a request (args at keyAt) into c.keys, as
 // their route stores them. Every key must be on one route; ok is false,
 // answered, otherwise.
-func (c *conn) collKeys(args [][]byte, keyAt []int) (r *route.Route, ok bool) {
+func (c *conn) routeKeys(args [][]byte, keyAt []int) (r *route.Route, ok bool) {
 	c.keys = c.keys[:0]
 	for _, at := range keyAt {
 		rk, k := c.key(args[at])

@@ -60,7 +60,7 @@ var (
 )
 
 func init() {
-	commands, commandList = newTable("", []spec{
+	commands, commandList = newTable("", append([]spec{
 		// cmd_strings.go
 		{name: "get", fn: cmdGet, kind: kindRead, arity: 2, keys: oneKey},
 		{name: "set", fn: cmdSet, kind: kindWrite, arity: -3, keys: oneKey},
@@ -182,7 +182,7 @@ func init() {
 
 		// cmd_info.go
 		{name: "info", fn: cmdInfo, kind: kindAdmin, arity: -1},
-	})
+	}, collSpecs()...))
 	clientCmd = commands["client"]
 }
 
