@@ -31,11 +31,11 @@ type Store struct {
 	closed  sync.Once
 	txs     sync.Pool // of *memTx: atomic runs' views (atomic.go)
 
-	// reads is MGet's reads, (*Store).mget, called between its look at the
-	// atomic runs and its check that none wrote meanwhile. It is a field
-	// so that a test can run an atomic run there (atomic_test.go) with no
-	// check of a hook on the read path; Open sets it, and a store inside
-	// a run (no locks) never calls it.
+	// reads is MGet's reads, (*Store).mget, which it calls between its look
+	// at the atomic runs and its check that none wrote meanwhile. A field,
+	// so that a test can wrap it and run an atomic run right there
+	// (atomic_test.go, readsThen) without a hook checked on every MGet.
+	// Open sets it; a store inside a run (no locks) never calls it.
 	reads func(s *Store, keys []string, dst [][]byte) [][]byte
 }
 
