@@ -136,8 +136,7 @@ func (c *conn) call(cmd *command, args [][]byte) {
 	c.flushTally() // an INFO later in the batch sees the batch's GETs
 	c.lastCmd = cmd
 	mark, errs, drains := len(c.out), c.errs, c.drains
-	st := c.statsOf(cmd)
-	timed := c.sample() || !st.timedYet.Load()
+	timed := c.sample() || !c.statsOf(cmd).timedYet.Load()
 	var start time.Time
 	if timed {
 		start = time.Now()
@@ -152,6 +151,7 @@ func (c *conn) call(cmd *command, args [][]byte) {
 	if c.track != nil {
 		c.bounceNotWatched(cmd, args)
 	}
+	st := c.statsOf(cmd)
 	if timed {
 		st.nanos.Add(int64(time.Since(start)))
 		st.timed.Add(1)
