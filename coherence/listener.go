@@ -61,6 +61,10 @@ type ListenerOptions struct {
 	QueueUsage func(ctx context.Context) (float64, error)
 	// PingInterval and DeadAfter default to the constants above.
 	PingInterval, DeadAfter time.Duration
+
+	// ignoreFences drops every fence received, canaries aside: tests set
+	// it to prove that their stale-entry checks can fail.
+	ignoreFences bool
 }
 
 // ListenerStats are the listener's counters and gauges.
@@ -85,10 +89,6 @@ type Listener struct {
 	why   atomic.Pointer[string] // why it is not online, for /readyz
 
 	Stats ListenerStats
-
-	// ignoreFences drops every fence received: tests use it to prove that
-	// their stale-entry checks can fail.
-	ignoreFences atomic.Bool
 
 	// hmu serializes the fences handled, from the connection and from
 	// this instance's relay (applyLocal), and guards echo.
@@ -331,7 +331,7 @@ func (l *Listener) handle(msg string) {
 	switch {
 	case fe.Canary != "":
 		l.canaryBack(fe.Canary)
-	case l.ignoreFences.Load():
+	case l.opts.ignoreFences:
 	case fe.Table == "":
 		l.Stats.BadPayloads.Add(1)
 		l.f.fenceAllFrom(at)

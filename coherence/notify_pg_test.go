@@ -300,13 +300,14 @@ func TestTierNotifyRace(t *testing.T) {
 	got := make(chan seen, 100)
 	var readTok atomic.Uint64
 	paused, resume := make(chan struct{}), make(chan struct{})
-	a.tier.afterLoad = func(key string) {
+	hook := func(key string) {
 		a.tier.mu.Lock()
 		readTok.Store(uint64(a.tier.flights[key].tok))
 		a.tier.mu.Unlock()
 		close(paused)
 		<-resume
 	}
+	a.reads.afterGet.Store(&hook)
 	defer a.tier.Notify(func(o backends.Outside) {
 		got <- seen{out: o, tokenValid: f.Valid(fence.Token(readTok.Load()), tbl, h)}
 	})()
@@ -335,7 +336,7 @@ func TestTierNotifyRace(t *testing.T) {
 	if v, _, _ := a.tier.Backend.Get(context.Background(), "k"); string(v) != "new" {
 		t.Fatalf("PostgreSQL has %q", v)
 	}
-	a.tier.afterLoad = nil
+	a.reads.afterGet.Store(nil)
 	close(resume)
 	if v := <-read; v != "old" {
 		t.Fatalf("the raced read = %q, want old (what it read)", v)

@@ -120,9 +120,6 @@ func (t *Tier) refreshKeys(ctx context.Context, keys []string) {
 		return // the next reader reads it
 	}
 	t.Stats.Refreshed.Add(int64(len(keys)))
-	if hook := t.afterRefreshRead.Load(); hook != nil {
-		(*hook)()
-	}
 	for i, e := range got {
 		if e.Val == nil {
 			continue

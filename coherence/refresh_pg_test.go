@@ -50,7 +50,7 @@ func TestRefreshRacesWrite(t *testing.T) {
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	hook := func() { once.Do(func() { close(paused); <-resume }) }
-	a.tier.afterRefreshRead.Store(&hook)
+	a.reads.afterMGet.Store(&hook)
 	testenv.Exec(t, p, `UPDATE refresh_race_kv SET value = 'v1' WHERE key = 'k'`)
 	select {
 	case <-paused: // the refresh read v1 under a token taken before
@@ -61,7 +61,7 @@ func TestRefreshRacesWrite(t *testing.T) {
 	testenv.Exec(t, p, `UPDATE refresh_race_kv SET value = 'v2' WHERE key = 'k'`)
 	fenced(t, a.coord.Fences, tok, "public.refresh_race_kv", "k")
 	fencedBefore := a.tier.Stats.FillsFenced.Load()
-	a.tier.afterRefreshRead.Store(nil)
+	a.reads.afterMGet.Store(nil)
 	close(resume)
 	waitFor(t, "the raced refresh's fill dropped", func() bool { return a.tier.Stats.FillsFenced.Load() > fencedBefore })
 	if v, _, _ := a.tier.Get(ctx, "k"); string(v) != "v2" {
@@ -74,7 +74,7 @@ func TestRefreshRacesWrite(t *testing.T) {
 func refreshing(t *testing.T, p *pgxpool.Pool, table, held, val string, others ...string) *instance {
 	t.Helper()
 	spec := backends.RouteSpec{Name: table, Table: table, Durability: "unlogged"}
-	a := instanceWith(t, spec, 200*time.Millisecond, L1{MaxBytes: 16 << 20, Refresh: true})
+	a := instanceWith(t, spec, ListenerOptions{PingInterval: 200 * time.Millisecond}, L1{MaxBytes: 16 << 20, Refresh: true})
 	tok := a.coord.Fences.Token()
 	for _, k := range append([]string{held}, others...) {
 		testenv.Exec(t, p, fmt.Sprintf(`INSERT INTO %s VALUES ('%s', '%s', 'infinity') ON CONFLICT (key) DO UPDATE SET value = '%s'`, table, k, val, val))

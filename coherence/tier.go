@@ -72,13 +72,6 @@ type Tier struct {
 	running map[uint64]int // bucket hashes of the keys of atomic runs in flight: no fills
 
 	Stats TierStats
-
-	// afterLoad, when set, runs after a miss has read the backend and
-	// before it fills: tests pause a loader there to force the late-fill race.
-	afterLoad func(key string)
-	// afterRefreshRead is afterLoad for a refresh (refresh.go), whose
-	// goroutine outlives the test's changes of it.
-	afterRefreshRead atomic.Pointer[func()]
 }
 
 // entry is a cached value with the token it was read under and its key's
@@ -219,9 +212,6 @@ func (t *Tier) load(ctx context.Context, key string, h uint64) ([]byte, bool, er
 	} else {
 		fl.val, fl.ok, fl.err = t.Backend.Get(context.WithoutCancel(ctx), owned)
 		ttl = backends.TTLPersistent
-	}
-	if t.afterLoad != nil {
-		t.afterLoad(owned)
 	}
 	if fl.err == nil && fl.ok {
 		t.fill(owned, fl.val, fl.tok, h, ttl)

@@ -19,6 +19,10 @@ type fencedMemory struct {
 	backends.Backend
 	reads atomic.Int64
 	ttls  bool // implement ExpiryReader through the memory backend's TTL
+	// afterGet, when set, runs after a Get has read and before it returns:
+	// a miss has its value and its token and has not filled yet, where
+	// the tests pause a loader to force the late-fill race.
+	afterGet func(key string)
 }
 
 func (m *fencedMemory) FenceTable() string                  { return "public.kv" }
@@ -26,7 +30,11 @@ func (m *fencedMemory) FenceKey(key string) (string, error) { return key, nil }
 
 func (m *fencedMemory) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	m.reads.Add(1)
-	return m.Backend.Get(ctx, key)
+	v, ok, err := m.Backend.Get(ctx, key)
+	if m.afterGet != nil {
+		m.afterGet(key)
+	}
+	return v, ok, err
 }
 
 func (m *fencedMemory) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
@@ -136,13 +144,13 @@ func TestLateFillDropped(t *testing.T) {
 			tier, m, f := newTier(t, false)
 			writeElsewhere(t, m, "k", "old")
 			paused, resume := make(chan struct{}), make(chan struct{})
-			tier.afterLoad = func(string) { close(paused); <-resume }
+			m.afterGet = func(string) { close(paused); <-resume }
 			got := make(chan string)
 			go func() { got <- get(t, tier, "k") }()
 			<-paused // the loader has read "old"
 			writeElsewhere(t, m, "k", "new")
 			tc.fence(f)
-			tier.afterLoad = nil
+			m.afterGet = nil
 			close(resume)
 			if v := <-got; v != "old" {
 				t.Fatalf("the raced read returned %q, want the value it read (old)", v)
@@ -217,7 +225,7 @@ func TestCoalescedMisses(t *testing.T) {
 	writeElsewhere(t, m, "k", "v")
 	const n = 50
 	entered, release := make(chan struct{}), make(chan struct{})
-	tier.afterLoad = func(string) { close(entered); <-release }
+	m.afterGet = func(string) { close(entered); <-release }
 	var wg sync.WaitGroup
 	wg.Go(func() { get(t, tier, "k") })
 	<-entered
@@ -248,7 +256,7 @@ func TestNoJoinAcrossFence(t *testing.T) {
 	writeElsewhere(t, m, "k", "old")
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
-	tier.afterLoad = func(string) {
+	m.afterGet = func(string) {
 		if first.CompareAndSwap(false, true) {
 			close(paused)
 			<-resume

@@ -228,9 +228,9 @@ func infoCPU(_ *conn, b *infoBuilder, _ [][2]string) {
 // infoCommandStats lists the commands run or refused since the start or
 // CONFIG RESETSTAT. usec is estimated from the calls timed (see
 // cmdstats.go).
-func infoCommandStats(_ *conn, b *infoBuilder, _ [][2]string) {
+func infoCommandStats(c *conn, b *infoBuilder, _ [][2]string) {
 	for _, cmd := range allCommands() {
-		st := &cmd.stats
+		st := c.statsOf(cmd)
 		calls, rejected, failed := st.calls.Load(), st.rejected.Load(), st.failed.Load()
 		if calls == 0 && rejected == 0 && failed == 0 {
 			continue

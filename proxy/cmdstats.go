@@ -21,13 +21,15 @@ import (
 // pipeline of sixteen GETs costs one add. A sampled run's time is shared
 // evenly by its commands.
 
-// cmdStats are one command's counters.
+// cmdStats are one command's counters on one Server: Server.cmdStats
+// holds them by command number (command.num), so two servers in a process
+// count apart and CONFIG RESETSTAT zeroes its own server's.
 type cmdStats struct {
 	calls spread       // times run (inside MULTI: when EXEC runs it)
 	timed atomic.Int64 // of which timed
-	// untimed is true until a call was timed: read by every call, written
-	// once, so it stays in every core's cache where timed would not.
-	untimed  atomic.Bool
+	// timedYet is false until a call was timed: read by every call,
+	// written once, so it stays in every core's cache where timed would not.
+	timedYet atomic.Bool
 	nanos    atomic.Int64 // the timed calls' total time
 	rejected atomic.Int64 // refused before running: arity, NOAUTH
 	failed   atomic.Int64 // ran and answered an error
@@ -59,17 +61,17 @@ func (s *spread) Store(n int64) {
 	s.slots[0].n.Store(n)
 }
 
-// timedOnce records that a call was timed, writing untimed only once.
+// timedOnce records that a call was timed, writing timedYet only once.
 func (st *cmdStats) timedOnce() {
-	if st.untimed.Load() {
-		st.untimed.Store(false)
+	if !st.timedYet.Load() {
+		st.timedYet.Store(true)
 	}
 }
 
 func (st *cmdStats) reset() {
 	st.calls.Store(0)
 	st.timed.Store(0)
-	st.untimed.Store(true)
+	st.timedYet.Store(false)
 	st.nanos.Store(0)
 	st.rejected.Store(0)
 	st.failed.Store(0)
@@ -102,6 +104,9 @@ type introspect struct {
 	shown   shown
 }
 
+// statsOf returns the server's counters of cmd.
+func (c *conn) statsOf(cmd *command) *cmdStats { return &c.s.cmdStats[cmd.num] }
+
 // sample says whether to time the run about to start.
 func (c *conn) sample() bool {
 	c.tick += sampleStep
@@ -121,7 +126,7 @@ func (c *conn) countCall(cmd *command) {
 
 func (c *conn) flushTally() {
 	if c.tally.n > 0 {
-		c.tally.cmd.stats.calls.Add(c.id, c.tally.n)
+		c.statsOf(c.tally.cmd).calls.Add(c.id, c.tally.n)
 		c.tally.n = 0
 	}
 }
@@ -131,7 +136,7 @@ func (c *conn) call(cmd *command, args [][]byte) {
 	c.flushTally() // an INFO later in the batch sees the batch's GETs
 	c.lastCmd = cmd
 	mark, errs, drains := len(c.out), c.errs, c.drains
-	timed := c.sample() || cmd.stats.untimed.Load()
+	timed := c.sample() || !c.statsOf(cmd).timedYet.Load()
 	var start time.Time
 	if timed {
 		start = time.Now()
@@ -146,7 +151,7 @@ func (c *conn) call(cmd *command, args [][]byte) {
 	if c.track != nil {
 		c.bounceNotWatched(cmd, args)
 	}
-	st := &cmd.stats
+	st := c.statsOf(cmd)
 	if timed {
 		st.nanos.Add(int64(time.Since(start)))
 		st.timed.Add(1)
@@ -171,16 +176,17 @@ func (c *conn) groupDone(g *group, errs int, start time.Time, timed bool) {
 		cmd = setCmd
 	}
 	if n := c.errs - errs; n > 0 {
-		cmd.stats.failed.Add(int64(n))
+		c.statsOf(cmd).failed.Add(int64(n))
 	}
 	if !timed {
 		return
 	}
 	d := int64(time.Since(start))
 	if g.op == groupSet {
-		setCmd.stats.nanos.Add(d)
-		setCmd.stats.timed.Add(int64(len(g.pairs)))
-		setCmd.stats.timedOnce()
+		st := c.statsOf(setCmd)
+		st.nanos.Add(d)
+		st.timed.Add(int64(len(g.pairs)))
+		st.timedOnce()
 		return
 	}
 	gets := 0
@@ -191,14 +197,16 @@ func (c *conn) groupDone(g *group, errs int, start time.Time, timed bool) {
 	}
 	per := d / int64(len(g.reads))
 	if gets > 0 {
-		getCmd.stats.nanos.Add(per * int64(gets))
-		getCmd.stats.timed.Add(int64(gets))
-		getCmd.stats.timedOnce()
+		st := c.statsOf(getCmd)
+		st.nanos.Add(per * int64(gets))
+		st.timed.Add(int64(gets))
+		st.timedOnce()
 	}
 	if m := len(g.reads) - gets; m > 0 {
-		mgetCmd.stats.nanos.Add(per * int64(m))
-		mgetCmd.stats.timed.Add(int64(m))
-		mgetCmd.stats.timedOnce()
+		st := c.statsOf(mgetCmd)
+		st.nanos.Add(per * int64(m))
+		st.timed.Add(int64(m))
+		st.timedOnce()
 	}
 }
 
@@ -276,8 +284,8 @@ type statBase struct {
 
 // resetStats is CONFIG RESETSTAT.
 func (s *Server) resetStats() {
-	for _, cmd := range allCommands() {
-		cmd.stats.reset()
+	for i := range s.cmdStats {
+		s.cmdStats[i].reset()
 	}
 	s.errStats.reset()
 	b := statBase{

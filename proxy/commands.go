@@ -47,9 +47,9 @@ type command struct {
 	noAuth   bool                // runs before AUTH
 	noQueue  bool                // runs inside MULTI
 	movable  func(args [][]byte) ([][]byte, string)
-	noScript bool     // refused from scripts
-	inPubSub bool     // runs in a RESP2 client's Pub/Sub mode
-	stats    cmdStats // INFO commandstats: see cmdstats.go
+	noScript bool // refused from scripts
+	inPubSub bool // runs in a RESP2 client's Pub/Sub mode
+	num      int  // its INFO commandstats in each Server's cmdStats: see cmdstats.go
 }
 
 // commands is the dispatch table: lowercase name -> command. Adding a
@@ -57,6 +57,10 @@ type command struct {
 var (
 	commands    map[string]*command
 	commandList []*command // in table order, for COMMAND
+	// commandCount numbers the commands and subcommands as they are
+	// registered (num), so a Server keeps their statistics in a slice.
+	// Registration ends before the first Server is made.
+	commandCount int
 )
 
 func init() {
@@ -203,8 +207,9 @@ func register(m map[string]*command, parent string, s spec) *command {
 		panic("proxy: bad or duplicate command name " + s.name)
 	}
 	cmd := &command{name: s.name, fn: s.fn, kind: s.kind, arity: s.arity, keys: s.keys, noAuth: s.noAuth,
-		noQueue: s.noQueue, movable: s.movable, noScript: s.noScript || s.noQueue, inPubSub: s.inPubSub}
-	cmd.stats.untimed.Store(true)
+		noQueue: s.noQueue, movable: s.movable, noScript: s.noScript || s.noQueue, inPubSub: s.inPubSub,
+		num: commandCount}
+	commandCount++
 	if parent != "" {
 		cmd.name = parent + "|" + s.name
 	}

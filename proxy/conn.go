@@ -338,13 +338,13 @@ func (c *conn) exec(cmd *command, args [][]byte) {
 	}
 	c.lastCmd = cmd // queued or refused, it is the client's last command, as in Redis
 	if !cmd.arityOK(len(args)) {
-		cmd.stats.rejected.Add(1)
+		c.statsOf(cmd).rejected.Add(1)
 		c.refuse(cmd.arityErr)
 		return
 	}
 	// After the name and arity checks, as Redis 7 does.
 	if !cmd.noAuth && c.mustAuth() {
-		cmd.stats.rejected.Add(1)
+		c.statsOf(cmd).rejected.Add(1)
 		c.refuse(errNoAuth)
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/pgcache/pgcache/internal/rawio"
@@ -24,15 +23,7 @@ type rawConn struct {
 	werr error
 }
 
-// netConnOnly, set by benchmarks, serves new connections as if they had
-// no descriptor: the net.Conn loop and waiting writes, the plain
-// alternative BenchmarkConnLoop runs beside runFD.
-var netConnOnly atomic.Bool
-
 func (c *conn) initRaw() {
-	if netConnOnly.Load() {
-		return
-	}
 	if sc, ok := c.nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw

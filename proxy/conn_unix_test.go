@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,31 +19,58 @@ import (
 // to read it).
 func BenchmarkConnLoop(b *testing.B) {
 	ts := startServer(b, Config{})
+	addrs := map[string]string{"fd": ts.addr, "netconn": ts.serveNoDescriptor(b)}
 	val := strings.Repeat("v", 64)
 	for _, tc := range []struct{ name, req, reply string }{
 		{"GET", encode("GET", "bench:key"), "$64\r\n" + val + "\r\n"},
 		{"SET", encode("SET", "bench:key", val), "+OK\r\n"},
 	} {
 		for _, pipeline := range []int{1, 16} {
-			for _, loop := range []struct {
-				name        string
-				netConnOnly bool
-			}{{"fd", false}, {"netconn", true}} {
-				b.Run(tc.name+"/P"+strconv.Itoa(pipeline)+"/"+loop.name, func(b *testing.B) {
-					netConnOnly.Store(loop.netConnOnly)
-					defer netConnOnly.Store(false)
-					c := dial(b, ts.addr)
+			for _, loop := range []string{"fd", "netconn"} {
+				b.Run(tc.name+"/P"+strconv.Itoa(pipeline)+"/"+loop, func(b *testing.B) {
+					c := dial(b, addrs[loop])
 					c.do("SET", "bench:key", val)
 					sc := ts.only(b)
 					pingPong(b, c, tc.req, tc.reply, pipeline)
 					c.nc.Close()
-					if got := ts.forgotten(b, sc).raw == nil; got != loop.netConnOnly {
-						b.Fatalf("served through net.Conn: %v, want %v", got, loop.netConnOnly)
+					if got, want := ts.forgotten(b, sc).raw == nil, loop == "netconn"; got != want {
+						b.Fatalf("served through net.Conn: %v, want %v", got, want)
 					}
 				})
 			}
 		}
 	}
+}
+
+// noDescriptor is a listener whose connections hide their descriptor, as
+// TLS connections do, so the server serves them through net.Conn.
+type noDescriptor struct{ net.Listener }
+
+func (l noDescriptor) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return struct{ net.Conn }{nc}, nil // without SyscallConn
+}
+
+// serveNoDescriptor has ts serve a second listener, of connections without
+// a descriptor, and returns its address.
+func (ts *testServer) serveNoDescriptor(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- ts.Serve(noDescriptor{ln}) }()
+	t.Cleanup(func() {
+		ts.stop(t)
+		if err := <-errc; err != nil {
+			t.Errorf("Serve returned %v after Shutdown, want nil", err)
+		}
+	})
+	return ln.Addr().String()
 }
 
 // only returns the one connection the server has.

@@ -125,7 +125,7 @@ func (c *conn) endGroup() {
 	if g.op == groupSet {
 		first = setCmd
 	}
-	timed := c.sample() || first.stats.untimed.Load() // a command's first run is timed
+	timed := c.sample() || !c.statsOf(first).timedYet.Load() // a command's first run is timed
 	if timed {
 		start = time.Now()
 	}

@@ -256,6 +256,37 @@ func TestCommandStats(t *testing.T) {
 	}
 }
 
+// TestCommandStatsPerServer: two servers in one process count their own
+// commands, and CONFIG RESETSTAT zeroes only its own server's.
+func TestCommandStatsPerServer(t *testing.T) {
+	a, b := dial(t, startServer(t, Config{}).addr), dial(t, startServer(t, Config{}).addr)
+	for range 3 {
+		a.do("SET", "k", "v")
+	}
+	b.do("SET", "k", "v")
+	b.do("GET", "k")
+	for _, tc := range []struct {
+		name     string
+		c        *rawClient
+		set, get string
+	}{{"a", a, "3", ""}, {"b", b, "1", "1"}} {
+		st := cmdstat(t, tc.c)
+		if got := st["cmdstat_set"]["calls"]; got != tc.set {
+			t.Errorf("server %s: SET calls = %q, want %q", tc.name, got, tc.set)
+		}
+		if got := st["cmdstat_get"]["calls"]; got != tc.get {
+			t.Errorf("server %s: GET calls = %q, want %q", tc.name, got, tc.get)
+		}
+	}
+	a.do("CONFIG", "RESETSTAT")
+	if got := cmdstat(t, a)["cmdstat_set"]["calls"]; got != "" {
+		t.Errorf("server a after its CONFIG RESETSTAT: SET calls = %q, want none", got)
+	}
+	if got := cmdstat(t, b)["cmdstat_set"]["calls"]; got != "1" {
+		t.Errorf("server b after a's CONFIG RESETSTAT: SET calls = %q, want 1", got)
+	}
+}
+
 // clientLine is Redis 7's CLIENT LIST line, as unit/introspection checks
 // it.
 var clientLine = regexp.MustCompile(`^id=\d+ addr=127\.0\.0\.1:\d+ laddr=127\.0\.0\.1:\d+ fd=\d+ name=\S* age=\d+ idle=\d+ flags=[NxecA]+ db=0 sub=0 psub=0 ssub=0 multi=-?\d+ qbuf=\d+ qbuf-free=\d+ argv-mem=\d+ multi-mem=\d+ rbs=\d+ rbp=\d+ obl=\d+ oll=0 omem=0 tot-mem=\d+ events=r cmd=\S+ user=default redir=-1 resp=[23]$`)

@@ -50,6 +50,7 @@ type Server struct {
 	clock      atomic.Int64 // unix ms, ticked by runClock
 	clockOnce  sync.Once
 	ops        opsMeter
+	cmdStats   []cmdStats // by command number
 	errStats   errStats
 	base       atomic.Pointer[statBase] // the counters at CONFIG RESETSTAT
 	configFile atomic.Pointer[string]
@@ -89,6 +90,7 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, busy *backend
 		byID:      map[int64]*conn{},
 		scripts:   newScripts(log, busy.Load()),
 		busy:      busy,
+		cmdStats:  make([]cmdStats, commandCount),
 	}
 	s.tracking = newTracker(s)
 	router.OnWrite(s.tracking)

@@ -156,13 +156,45 @@ func TestAtomicBusy(t *testing.T) {
 }
 
 // TestReadAcrossAtomicRun: an MGET whose reads began before an atomic run
-// and ended after it reads again, and returns the run's writes together.
+// and ended after it reads again, and returns the run's writes together;
+// both while no other run is under way (the route-wide check) and while
+// one holds another key (the stripes' sequences).
 func TestReadAcrossAtomicRun(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		other bool // another run holds a key meanwhile
+	}{{"no run under way", false}, {"another run under way", true}} {
+		t.Run(tc.name, func(t *testing.T) { readAcrossAtomicRun(t, tc.other) })
+	}
+}
+
+func readAcrossAtomicRun(t *testing.T, other bool) {
 	s := openStore(t)
 	ctx := context.Background()
 	s.MSet(ctx, []backends.KV{{Key: "a", Val: []byte("old")}, {Key: "b", Val: []byte("old")}})
+	if other {
+		held := "held"
+		for s.locks.index(held) == s.locks.index("a") || s.locks.index(held) == s.locks.index("b") {
+			held += "x"
+		}
+		inside, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+		go func() {
+			done <- s.Atomically(ctx, []string{held}, func(backends.Backend) error {
+				close(inside)
+				<-release
+				return nil
+			})
+		}()
+		<-inside
+		defer func() {
+			close(release)
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}()
+	}
 	first := true
-	afterMGetReads = func() {
+	readsThen(s, func() {
 		if !first {
 			return
 		}
@@ -174,14 +206,23 @@ func TestReadAcrossAtomicRun(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
-	}
-	t.Cleanup(func() { afterMGetReads = nil })
+	})
 	vals, err := s.MGet(ctx, []string{"a", "b"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(vals[0]) != "new" || string(vals[1]) != "new" {
 		t.Fatalf("MGET across an atomic run = %q, %q; want both new", vals[0], vals[1])
+	}
+}
+
+// readsThen has s run fn after each MGet's reads, before MGet checks
+// that no atomic run wrote the keys meanwhile. s must not be in use yet.
+func readsThen(s *Store, fn func()) {
+	s.reads = func(s *Store, keys []string, dst [][]byte) [][]byte {
+		dst = s.mget(keys, dst)
+		fn()
+		return dst
 	}
 }
 

@@ -172,7 +172,7 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 	}
 	rc.refs++
 	return &Store{c: rc.c, sweep: rc.sweep, locks: rc.locks, notes: rc.notes, cursors: rc.cursors, moves: &rc.moves,
-		release: func() { d.release(spec.Name, rc) }}, nil
+		release: func() { d.release(spec.Name, rc) }, reads: (*Store).mget}, nil
 }
 
 // release drops a route's cache when its last Store closes.

@@ -32,6 +32,13 @@ type Store struct {
 	release func()
 	closed  sync.Once
 	txs     sync.Pool // of *memTx: atomic runs' views (atomic.go)
+
+	// reads is MGet's reads, (*Store).mget, which it calls between its look
+	// at the atomic runs and its check that none wrote meanwhile. A field,
+	// so that a test can wrap it and run an atomic run right there
+	// (atomic_test.go, readsThen) without a hook checked on every MGet.
+	// Open sets it; a store inside a run (no locks) never calls it.
+	reads func(s *Store, keys []string, dst [][]byte) [][]byte
 }
 
 // k is a key for a lookup: borrowed keys are fine, otter keeps none.
@@ -132,10 +139,7 @@ func (s *Store) MGet(_ context.Context, keys []string, dst [][]byte) ([][]byte, 
 	}
 	if gen, ok := s.locks.quiet(); ok {
 		base := len(dst)
-		dst = s.mget(keys, dst)
-		if afterMGetReads != nil {
-			afterMGetReads()
-		}
+		dst = s.reads(s, keys, dst)
 		if s.locks.stillQuiet(gen) {
 			return dst, nil
 		}
@@ -158,10 +162,7 @@ again:
 		}
 		seqs = append(seqs, seq)
 	}
-	dst = s.mget(keys, dst[:base])
-	if afterMGetReads != nil {
-		afterMGetReads()
-	}
+	dst = s.reads(s, keys, dst[:base])
 	for i, k := range keys {
 		if !s.locks.of(k).readOK(seqs[i]) {
 			goto again
@@ -169,10 +170,6 @@ again:
 	}
 	return dst, nil
 }
-
-// afterMGetReads, when set, runs between an MGet's reads and its check of
-// the sequences: tests run an atomic run there.
-var afterMGetReads func()
 
 // mget is MGet's reads.
 func (s *Store) mget(keys []string, dst [][]byte) [][]byte {

@@ -10,20 +10,22 @@ import (
 	"github.com/pgcache/pgcache/backends"
 )
 
-// viaDoCache, set by benchmarks, sends client-cached reads through
-// valkey-go's DoCache even when the cache holds them: the plain
-// alternative BenchmarkClientCacheHit runs beside clientCache.hit.
-var viaDoCache bool
-
 // Get returns the value of key, from the client cache when it is on.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	if s.d.cache != nil && !viaDoCache {
+	if s.d.cache != nil {
 		var buf [keyBuf]byte
 		if m, ok := s.d.cache.hit(s.lookupKey(buf[:], key), time.Now().UnixMilli()); ok {
 			s.d.stats.cached(true)
 			return s.message(ctx, "get", &m)
 		}
 	}
+	return s.getThrough(ctx, key)
+}
+
+// getThrough is Get past the client cache's own hits: through valkey-go,
+// with DoCache when the client cache is on. BenchmarkClientCacheHit calls
+// it as the alternative to those hits.
+func (s *Store) getThrough(ctx context.Context, key string) ([]byte, bool, error) {
 	cctx, done, c, err := s.d.begin(ctx, "get")
 	if err != nil {
 		return nil, false, err
@@ -47,11 +49,16 @@ func (s *Store) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte
 	if len(keys) == 0 {
 		return dst, nil
 	}
-	if s.d.cache != nil && !viaDoCache {
+	if s.d.cache != nil {
 		if out, ok := s.mgetHits(keys, dst); ok {
 			return out, nil
 		}
 	}
+	return s.mgetThrough(ctx, keys, dst)
+}
+
+// mgetThrough is MGet past the client cache's own hits (see getThrough).
+func (s *Store) mgetThrough(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
 	cctx, done, c, err := s.d.begin(ctx, "mget")
 	if err != nil {
 		return dst, err
