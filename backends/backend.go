@@ -42,6 +42,12 @@ type Backend interface {
 	Update(ctx context.Context, key string, u Update) error
 	// TTL returns the remaining time to live of key, or TTLMissing / TTLPersistent.
 	TTL(ctx context.Context, key string) (time.Duration, error)
+	// Do runs op, a command on collections (hashes, sets, sorted sets,
+	// lists: collections.go), on keys, atomically with respect to every
+	// other write of them. It returns op's error (ErrWrongType, a
+	// Refusal), and then writes nothing that Run would not have written
+	// before failing.
+	Do(ctx context.Context, keys []string, op Op) error
 	// Close releases what the backend holds. The driver closes what they share.
 	Close() error
 }

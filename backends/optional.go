@@ -53,6 +53,14 @@ type ExpiryReader interface {
 	MGetWithTTL(ctx context.Context, keys []string, dst []Expiring) ([]Expiring, error)
 }
 
+// CollLoader is a Backend that reads a key whole with its remaining
+// lifetime, collections included, for a cache in front of it (an L1
+// tier): Coll is the collection when it has at most max members; a larger
+// one comes back with its Type alone, and a string as Val.
+type CollLoader interface {
+	LoadColl(ctx context.Context, key string, max int) (Expiring, error)
+}
+
 // Expiring is a value read with its remaining lifetime (TTLPersistent for
 // none). A nil Val means the key holds no string: it is absent, or Type
 // says what it holds.

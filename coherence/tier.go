@@ -80,11 +80,12 @@ type Tier struct {
 // whichever comes first. row is the row's own deadline (0: none), which
 // MGetWithTTL answers.
 type entry struct {
-	val []byte
-	tok fence.Token
-	h   uint64
-	exp int64
-	row int64
+	val  []byte
+	coll backends.Value // a collection (coll.go); val is nil then
+	tok  fence.Token
+	h    uint64
+	exp  int64
+	row  int64
 }
 
 // ttl is the row's remaining lifetime at now, as the backend would say.
@@ -93,6 +94,14 @@ func (e entry) ttl(now int64) time.Duration {
 		return backends.TTLPersistent
 	}
 	return time.Duration(e.row - now)
+}
+
+// expiring is the entry as a read with its lifetime answers it.
+func (e entry) expiring(now int64) backends.Expiring {
+	if e.coll != nil {
+		return backends.Expiring{TTL: e.ttl(now), Type: e.coll.Type()}
+	}
+	return backends.Expiring{Val: e.val, TTL: e.ttl(now)}
 }
 
 func (e entry) usable(t *Tier, now int64) bool {
@@ -126,7 +135,11 @@ func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
 	t.cache = otter.Must(&otter.Options[string, entry]{
 		MaximumWeight: uint64(opts.MaxBytes),
 		Weigher: func(k string, e entry) uint32 {
-			return uint32(min(uint64(len(k)+len(e.val)+entryOverhead), math.MaxUint32))
+			w := uint64(len(k) + len(e.val) + entryOverhead)
+			if e.coll != nil {
+				w += uint64(e.coll.Weight())
+			}
+			return uint32(min(w, math.MaxUint32))
 		},
 		// No ExpiryCalculator: hits check each entry's deadline, and the
 		// sweeper frees expired entries (see package sweep).
@@ -157,6 +170,9 @@ func (t *Tier) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	if e, ok := otterread.Get(t.cache, key); ok {
 		if e.usable(t, time.Now().UnixNano()) {
 			t.Stats.Hits.Add(1)
+			if e.coll != nil {
+				return nil, false, backends.ErrWrongType
+			}
 			return e.val, true, nil
 		}
 		t.Stats.Stale.Add(1)
@@ -229,6 +245,13 @@ func (t *Tier) load(ctx context.Context, key string, h uint64) ([]byte, bool, er
 // fill stores a value read under tok unless a fence has come since. A fence
 // that comes after this check is caught by the check on every hit.
 func (t *Tier) fill(key string, val []byte, tok fence.Token, h uint64, ttl time.Duration) {
+	t.fillEntry(key, entry{val: val, tok: tok, h: h}, ttl)
+}
+
+// fillEntry is fill of an entry made of what was read (its value or
+// collection, token and hash).
+func (t *Tier) fillEntry(key string, e entry, ttl time.Duration) {
+	tok, h := e.tok, e.h
 	if !t.f.Valid(tok, t.table, h) || t.inRun(h) {
 		t.Stats.FillsFenced.Add(1)
 		return
@@ -242,7 +265,6 @@ func (t *Tier) fill(key string, val []byte, tok fence.Token, h uint64, ttl time.
 	case life == 0 || ttl < life:
 		life = ttl
 	}
-	e := entry{val: val, tok: tok, h: h}
 	now := time.Now()
 	if life > 0 {
 		e.exp = now.Add(life).UnixNano()
@@ -278,7 +300,7 @@ func (t *Tier) MGetWithTTL(ctx context.Context, keys []string, dst []backends.Ex
 		return append(dst, got...), err
 	}
 	return mget(t, ctx, keys, dst,
-		func(e entry, now int64) backends.Expiring { return backends.Expiring{Val: e.val, TTL: e.ttl(now)} },
+		func(e entry, now int64) backends.Expiring { return e.expiring(now) },
 		func(e backends.Expiring) backends.Expiring { return e })
 }
 
@@ -488,7 +510,7 @@ func (t *Tier) Route() string { return t.route }
 func (t *Tier) Entries(fn func(key string, val []byte) bool) {
 	now := time.Now().UnixNano()
 	for k, e := range t.cache.All() {
-		if e.usable(t, now) && !fn(k, e.val) {
+		if e.coll == nil && e.usable(t, now) && !fn(k, e.val) {
 			return
 		}
 	}

@@ -27,6 +27,7 @@ func (f failing) Del(context.Context, []string) (int64, error)          { return
 func (f failing) Exists(context.Context, []string) (int64, error)       { return 0, f.err }
 func (f failing) Update(context.Context, string, backends.Update) error { return f.err }
 func (f failing) TTL(context.Context, string) (time.Duration, error)    { return 0, f.err }
+func (f failing) Do(context.Context, []string, backends.Op) error       { return f.err }
 func (f failing) Close() error                                          { return nil }
 
 // blocking is a memory-like backend whose Get waits for release, to hold a

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"math"
 	"strconv"
 
@@ -56,34 +55,32 @@ func collCmd(parse coll.Parser) handler {
 	return func(c *conn, args [][]byte) { c.runColl(parse, args) }
 }
 
-// doer is Backend.Do, until the contract has it.
-type doer interface {
-	Do(ctx context.Context, keys []string, op backends.Op) error
-}
-
 func (c *conn) runColl(parse coll.Parser, args [][]byte) {
 	op, err := parse(args)
 	if err != nil {
 		c.writeError(err.Error()) // a Refusal, in Redis's words
 		return
 	}
+	if c.doOne(args, op) {
+		c.writeOp(op)
+	}
+}
+
+// doOne runs op, made of args, on its route; false when it failed, and
+// the error is answered.
+func (c *conn) doOne(args [][]byte, op coll.Command) bool {
 	req := op.Request()
 	req.RESP = c.proto
 	r, ok := c.routeKeys(args, req.KeyAt)
 	if !ok {
-		return
+		return false
 	}
 	defer c.clearScratch()
-	d, _ := r.Backend.(doer)
-	if d == nil {
-		c.writeError("ERR route " + r.Name + " does not serve collections")
-		return
-	}
-	if err := d.Do(c.ctx, c.keys, op); err != nil {
+	if err := r.Backend.Do(c.ctx, c.keys, op); err != nil {
 		c.backendErr(r, err)
-		return
+		return false
 	}
-	c.writeOp(op)
+	return true
 }
 
 // routeKeys routes the keys of a request (args at keyAt) into c.keys, as

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/internal/glob"
 	"github.com/pgcache/pgcache/route"
 )
@@ -60,24 +61,6 @@ func expireTime(c *conn, key []byte, ms bool) {
 		c.writeInt(at)
 	default:
 		c.writeInt((at + 500) / 1000)
-	}
-}
-
-// TYPE key: every value pgcache stores is a string.
-func cmdType(c *conn, args [][]byte) {
-	r, k := c.key(args[1])
-	if r == nil {
-		return
-	}
-	n, err := r.Backend.Exists(c.ctx, c.oneKey(k))
-	c.clearScratch()
-	switch {
-	case err != nil:
-		c.backendErr(r, err)
-	case n > 0:
-		c.writeSimple("string")
-	default:
-		c.writeSimple("none")
 	}
 }
 
@@ -250,18 +233,44 @@ func cmdScan(c *conn, args [][]byte) {
 			return
 		}
 	}
-	if typ != nil && !is(typ, "string") {
-		// Every key is a string: a scan for another type (or an unknown
-		// one, which Redis 7 answers the same way) finds none.
-		c.writeScan(0, nil)
-		return
+	want := backends.TypeNone
+	if typ != nil {
+		var ok bool
+		if want, ok = backends.ParseType(string(typ)); !ok {
+			// An unknown type, which Redis 7.0 answers as one no key has.
+			c.writeScan(0, nil)
+			return
+		}
 	}
 	next, keys, r, err := c.scan(cur, match, int(min(count, math.MaxInt32)))
 	if err != nil {
 		c.backendErr(r, err)
 		return
 	}
+	if want != backends.TypeNone {
+		if keys, ok = c.ofType(keys, want); !ok {
+			return
+		}
+	}
 	c.writeScan(next, keys)
+}
+
+// ofType keeps the keys (as the client spells them) that hold a value of
+// type want: SCAN … TYPE, which Redis too filters after the scan. ok is
+// false, answered, when a store failed.
+func (c *conn) ofType(keys []string, want backends.Type) (kept []string, ok bool) {
+	kept = keys[:0]
+	for _, k := range keys {
+		args := [][]byte{[]byte("type"), []byte(k)}
+		op, _ := coll.ParseType(args)
+		if !c.doOne(args, op) {
+			return nil, false
+		}
+		if op.(*coll.TypeOf).Type == want {
+			kept = append(kept, k)
+		}
+	}
+	return kept, true
 }
 
 func (c *conn) writeScan(next uint64, keys []string) {

@@ -1,5 +1,7 @@
 package proxy
 
+import "github.com/pgcache/pgcache/backends/coll"
+
 // kind is what a command touches.
 type kind uint8
 
@@ -106,7 +108,15 @@ func init() {
 		// cmd_keyspace.go
 		{name: "expiretime", fn: cmdExpireTime, kind: kindRead, arity: 2, keys: oneKey},
 		{name: "pexpiretime", fn: cmdPExpireTime, kind: kindRead, arity: 2, keys: oneKey},
-		{name: "type", fn: cmdType, kind: kindRead, arity: 2, keys: oneKey},
+		{name: "type", fn: collCmd(coll.ParseType), kind: kindRead, arity: 2, keys: oneKey},
+		{name: "object", kind: kindRead, arity: -2, subs: []spec{
+			// cmd_object.go
+			{name: "encoding", fn: cmdObjectEncoding, kind: kindRead, arity: 3, keys: keySpec{2, 2, 1}},
+			{name: "freq", fn: cmdObjectFreq, kind: kindRead, arity: 3, keys: keySpec{2, 2, 1}},
+			{name: "idletime", fn: cmdObjectIdleTime, kind: kindRead, arity: 3, keys: keySpec{2, 2, 1}},
+			{name: "refcount", fn: cmdObjectRefCount, kind: kindRead, arity: 3, keys: keySpec{2, 2, 1}},
+			{name: "help", fn: cmdObjectHelp, kind: kindAdmin, arity: 2},
+		}},
 		{name: "touch", fn: cmdTouch, kind: kindRead, arity: -2, keys: allKeys},
 		{name: "rename", fn: cmdRename, kind: kindWrite, arity: 3, keys: twoKeys},
 		{name: "renamenx", fn: cmdRenameNX, kind: kindWrite, arity: 3, keys: twoKeys},

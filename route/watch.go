@@ -36,6 +36,15 @@ func (w *watchTable) touch(k string) {
 	}
 }
 
+// touchAll records a write of each of keys.
+func (w *watchTable) touchAll(keys []string) {
+	if w.watchers.Load() > 0 {
+		for _, k := range keys {
+			w.bucket(k).Add(1)
+		}
+	}
+}
+
 // Mark is what WATCH remembers of one key.
 type Mark struct {
 	local  uint64

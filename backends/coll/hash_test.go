@@ -40,39 +40,12 @@ func (op *exists) Run(v backends.View) error {
 }
 func (op *exists) Reply(w Writer) { w.Int(op.n) }
 
-// objectEncoding is OBJECT ENCODING key, for the tests only (the RESP
-// front answers it): what a value's Encoding says.
-type objectEncoding struct {
-	backends.Passed
-	enc string
-}
-
+// parseObjectEncoding checks the subcommand, as the front's table does.
 func parseObjectEncoding(args [][]byte) (Command, error) {
 	if !is(args[1], "encoding") {
 		return nil, errSyntax
 	}
-	op := &objectEncoding{}
-	op.Args, op.KeyAt = args, []int{2}
-	return op, nil
-}
-
-func (*objectEncoding) Name() string            { return "object" }
-func (*objectEncoding) Writes() backends.Writes { return backends.ReadOnly }
-func (op *objectEncoding) Run(v backends.View) error {
-	val, err := v.Get(0, backends.TypeNone)
-	if val == nil || err != nil {
-		op.enc = ""
-		return nil
-	}
-	op.enc = val.(interface{ Encoding(*Limits) string }).Encoding(LimitsOf(v))
-	return nil
-}
-func (op *objectEncoding) Reply(w Writer) {
-	if op.enc == "" {
-		w.Null()
-		return
-	}
-	w.Bulk([]byte(op.enc))
+	return ParseObjectEncoding(args)
 }
 
 func TestHSetHGet(t *testing.T) {

@@ -31,6 +31,29 @@ func (s *KV) Do(ctx context.Context, keys []string, op backends.Op) error {
 	})
 }
 
+// LoadColl reads key whole with its remaining lifetime, for an L1 tier
+// (backends.CollLoader): a collection of at most max members, or its type
+// alone when it has more.
+func (s *KV) LoadColl(ctx context.Context, key string, max int) (backends.Expiring, error) {
+	k, err := s.key.param(key)
+	if err != nil {
+		return backends.Expiring{}, err
+	}
+	var state []backends.Expiring
+	err = s.do(ctx, "load", func(ctx context.Context) error {
+		state, err = s.loadRows(ctx, s.pool, []string{key}, s.coll.loadOne, k, max+1)
+		return err
+	})
+	if err != nil {
+		return backends.Expiring{}, err
+	}
+	e := state[0]
+	if e.Coll != nil && e.Coll.Len() > max {
+		e.Coll = nil
+	}
+	return e, nil
+}
+
 // native runs the Ops that have statements of their own; done is false
 // for the others.
 func (s *KV) native(context.Context, []string, backends.Op) (done bool, err error) {
@@ -70,7 +93,12 @@ func (s *KV) readRun(ctx context.Context, keys []string, op backends.Op) error {
 // load reads the live rows of keys (as Unique returns them) with sql
 // (loadSQL, locked or not), collections whole: one Expiring per key.
 func (s *KV) load(ctx context.Context, q querier, sql string, params any, keys []string) ([]backends.Expiring, error) {
-	rows, err := q.Query(ctx, sql, params)
+	return s.loadRows(ctx, q, keys, sql, params)
+}
+
+// loadRows is load with sql's arguments.
+func (s *KV) loadRows(ctx context.Context, q querier, keys []string, sql string, args ...any) ([]backends.Expiring, error) {
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -232,3 +260,5 @@ func listPosition(pos int64) []byte {
 
 // errNotNative says an Op has no statement of its own here.
 var errNotNative = errors.New("no native statement")
+
+var _ backends.CollLoader = (*KV)(nil)

@@ -5,7 +5,7 @@ import "strings"
 // collSQL are the statements of a kv table's collections (collschema.go):
 // {t} is the kv table, {i} its items table, {k} the key's SQL type.
 type collSQL struct {
-	load, loadLocked              string
+	load, loadLocked, loadOne     string
 	createRow, updateRow, delRow  string
 	putItems, putFields, delItems string
 	delAll, copyIn                string
@@ -16,6 +16,7 @@ func collStatements(t, items string, k keyType) collSQL {
 	return collSQL{
 		load:       r.Replace(loadSQL),
 		loadLocked: r.Replace(loadSQL + ` FOR UPDATE OF h`),
+		loadOne:    r.Replace(loadOneSQL),
 		createRow:  r.Replace(createRowSQL),
 		updateRow:  r.Replace(updateRowSQL),
 		delRow:     r.Replace(delRowSQL),
@@ -43,6 +44,23 @@ FROM {t} AS h
 LEFT JOIN {i} AS i ON i.key = h.key AND h.kind <> 's'
 WHERE h.key = ANY($1::{k}[]) AND h.expires_at > now()
 ORDER BY h.key, i.score, i.member`
+
+// $1 key, $2 the most items to read. loadSQL of one key, for a cache that
+// keeps collections up to a size: it reads no more items than that.
+const loadOneSQL = `
+SELECT h.key::text, h.kind, h.value,
+       CASE WHEN h.expires_at = 'infinity' THEN -1
+            ELSE floor(extract(epoch FROM h.expires_at - now()) * 1000000)::int8 END,
+       i.member, i.score, i.value
+FROM {t} AS h
+LEFT JOIN LATERAL (
+    SELECT member, score, value FROM {i}
+    WHERE key = h.key AND h.kind <> 's'
+    ORDER BY score, member
+    LIMIT $2
+) AS i ON true
+WHERE h.key = $1::{k} AND h.expires_at > now()
+ORDER BY i.score, i.member`
 
 // $1 key, $2 kind, $3 lifetime in microseconds (-1: none). A collection's
 // row for a key that had none at the load: inserted, or taking over an

@@ -1,0 +1,88 @@
+package coll
+
+import "github.com/pgcache/pgcache/backends"
+
+// Commands on a key of any type, as Ops: a store answers them as it
+// answers the others (TYPE of a PostgreSQL row reads its kind; Valkey
+// passes them on).
+
+// TypeOf is TYPE key.
+type TypeOf struct {
+	backends.Passed
+	Type backends.Type
+}
+
+// ParseType reads TYPE.
+func ParseType(args [][]byte) (Command, error) {
+	op := &TypeOf{}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+func (*TypeOf) Name() string            { return "type" }
+func (*TypeOf) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *TypeOf) Run(v backends.View) error {
+	op.Type = v.Type(0)
+	return nil
+}
+
+func (op *TypeOf) Reply(w Writer) { w.Status(op.Type.String()) }
+
+// Encoded is OBJECT ENCODING key of a collection: what Redis 7.0 reports
+// for it (listpack, hashtable, intset, skiplist, quicklist). Of a string
+// it says only that it is one: the RESP front reads the value to tell int,
+// embstr and raw apart.
+type Encoded struct {
+	backends.Passed
+	Type     backends.Type // TypeNone: no such key
+	Encoding string        // a collection's
+}
+
+// ParseObjectEncoding reads OBJECT ENCODING key.
+func ParseObjectEncoding(args [][]byte) (Command, error) {
+	op := &Encoded{}
+	op.Args, op.KeyAt = args, []int{2}
+	return op, nil
+}
+
+func (*Encoded) Name() string            { return "object" }
+func (*Encoded) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *Encoded) Run(v backends.View) error {
+	op.Type, op.Encoding = v.Type(0), ""
+	if op.Type == backends.TypeNone || op.Type == backends.TypeString {
+		return nil
+	}
+	val, err := v.Get(0, backends.TypeNone)
+	if err != nil || val == nil {
+		return err
+	}
+	op.Encoding = val.(interface{ Encoding(*Limits) string }).Encoding(LimitsOf(v))
+	return nil
+}
+
+// Reply answers a collection's encoding, or nil for no key; a string's is
+// the front's to answer.
+func (op *Encoded) Reply(w Writer) {
+	if op.Encoding == "" {
+		w.Null()
+		return
+	}
+	w.Bulk([]byte(op.Encoding))
+}
+
+// StringEncoding is what OBJECT ENCODING reports of a string as Redis 7.0
+// stores it: int for an integer within a long (string2l), embstr up to
+// 44 bytes, raw beyond.
+func StringEncoding(v []byte) string {
+	if len(v) <= 20 {
+		if _, ok := backends.ParseInt(v); ok {
+			return "int"
+		}
+	}
+	if len(v) <= 44 {
+		return "embstr"
+	}
+	return "raw"
+}

@@ -1,0 +1,104 @@
+package coherence
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/otterread"
+)
+
+// Collections in the tier. A collection is cached whole, as a string's
+// value is, under the same fences: a read of one key runs on the cached
+// copy, which never changes (a write goes to the backend and drops it); a
+// miss reads the collection whole (backends.CollLoader) when it has at most
+// MaxCollection members, and fills as a string's miss does (the token taken
+// before the read, the fill dropped if the key was fenced since); a larger
+// collection is read from the backend every time, as are reads of several
+// keys. A write runs on the backend, then fences the keys it may have
+// written, as a string's write does.
+
+// MaxCollection is the most members of a collection the tier keeps.
+const MaxCollection = 10_000
+
+// Do runs a command on collections (see above).
+func (t *Tier) Do(ctx context.Context, keys []string, op backends.Op) error {
+	switch op.Writes() {
+	case backends.WritesAll:
+		defer t.invalidate(true, keys...)
+		return t.Backend.Do(ctx, keys, op)
+	case backends.WritesFirst:
+		defer t.invalidate(true, keys[0])
+		return t.Backend.Do(ctx, keys, op)
+	}
+	loader, ok := backends.As[backends.CollLoader](t.Backend)
+	if len(keys) != 1 || !ok || !t.f.Online() {
+		t.Stats.Bypassed.Add(int64(len(keys)))
+		return t.Backend.Do(ctx, keys, op)
+	}
+	key := keys[0]
+	if e, ok := otterread.Get(t.cache, key); ok {
+		if e.usable(t, time.Now().UnixNano()) {
+			t.Stats.Hits.Add(1)
+			return op.Run(&cachedView{val: e.coll, str: e.coll == nil})
+		}
+		t.Stats.Stale.Add(1)
+	}
+	h, err := t.hash(key)
+	if err != nil {
+		t.Stats.Bypassed.Add(1)
+		return t.Backend.Do(ctx, keys, op)
+	}
+	t.Stats.Misses.Add(1)
+	tok := t.f.Token()
+	got, err := loader.LoadColl(ctx, key, MaxCollection)
+	switch {
+	case err != nil:
+		return err
+	case got.Type != backends.TypeNone && got.Coll == nil: // too large to keep
+		return t.Backend.Do(ctx, keys, op)
+	case got.Coll != nil:
+		t.fillEntry(strings.Clone(key), entry{coll: got.Coll, tok: tok, h: h}, got.TTL)
+	case got.Val != nil:
+		t.fill(strings.Clone(key), got.Val, tok, h, got.TTL)
+	}
+	return op.Run(&cachedView{val: got.Coll, str: got.Val != nil})
+}
+
+// cachedView serves a read-only Op one key the tier holds (or read): a
+// collection, a string, or nothing. Ops only read through it: the
+// collection is shared by every reader of the entry.
+type cachedView struct {
+	val backends.Value
+	str bool
+}
+
+func (v *cachedView) Get(_ int, want backends.Type) (backends.Value, error) {
+	switch {
+	case v.str:
+		return nil, backends.ErrWrongType
+	case v.val == nil:
+		return nil, nil
+	case want != backends.TypeNone && v.val.Type() != want:
+		return nil, backends.ErrWrongType
+	}
+	return v.val, nil
+}
+
+// Put is never called: the tier runs read-only Ops alone.
+func (v *cachedView) Put(int, backends.Value) {
+	panic("coherence: a read-only Op wrote through the tier's view")
+}
+
+func (v *cachedView) Type(int) backends.Type {
+	switch {
+	case v.str:
+		return backends.TypeString
+	case v.val == nil:
+		return backends.TypeNone
+	}
+	return v.val.Type()
+}
+
+var _ backends.View = (*cachedView)(nil)

@@ -1,0 +1,182 @@
+package route
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pgcache/pgcache/backends"
+)
+
+// A route's backend is wrapped once: every call through it is timed and
+// counted (metrics.go), a write is held to max_value_bytes (limit.go),
+// seen by WATCH before it runs (watch.go), and reported to the RESP
+// front's client tracking once it returns (notify.go); an atomic run's tx
+// is wrapped the same way (run.go). Each method below is those steps in
+// that order. A command on collections is one method, Do, whatever its
+// type: a new command needs nothing here.
+
+// instrumented wraps a route's backend.
+type instrumented struct {
+	*meter
+	b backends.Backend
+	// deferred, inside an atomic run, collects the keys written: they are
+	// reported once the run has committed, when a reader can see them.
+	deferred *[]string
+}
+
+// meter is what a route's wrapper and the views of its atomic runs share.
+type meter struct {
+	*routeMetrics
+	limit valueLimit
+	watch *watchTable // told of every write's keys, for WATCH
+	r     *Route      // its notifier is told of every write (notify.go)
+	views sync.Pool   // of *runView, reused by Atomically
+}
+
+func instrument(r *Route, m *Metrics) backends.Backend {
+	return &instrumented{b: r.Backend, meter: &meter{routeMetrics: newRouteMetrics(r.Name, m),
+		limit: valueLimit(r.MaxValueBytes), watch: r.watch, r: r}}
+}
+
+func (in *instrumented) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	start := mono()
+	v, ok, err := in.b.Get(ctx, key)
+	in.ops[OpGet].observe(start, err)
+	if err == nil {
+		in.lookup(ok)
+	}
+	return v, ok, err
+}
+
+func (in *instrumented) MGet(ctx context.Context, keys []string, dst [][]byte) ([][]byte, error) {
+	start := mono()
+	n := len(dst)
+	dst, err := in.b.MGet(ctx, keys, dst)
+	in.ops[OpMGet].observe(start, err)
+	if err == nil {
+		for _, v := range dst[n:] {
+			in.lookup(v != nil)
+		}
+	}
+	return dst, err
+}
+
+func (in *instrumented) Set(ctx context.Context, key string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
+	if in.limit.tooLarge(val) {
+		return backends.SetResult{}, backends.ErrValueTooLarge
+	}
+	in.watch.touch(key)
+	start := mono()
+	res, err := in.b.Set(ctx, key, val, opts)
+	in.ops[OpSet].observe(start, err)
+	in.wrote(ctx, key)
+	return res, err
+}
+
+func (in *instrumented) MSet(ctx context.Context, pairs []backends.KV) error {
+	for _, p := range pairs {
+		if in.limit.tooLarge(p.Val) {
+			return backends.ErrValueTooLarge
+		}
+	}
+	for _, p := range pairs {
+		in.watch.touch(p.Key)
+	}
+	start := mono()
+	err := in.b.MSet(ctx, pairs)
+	in.ops[OpMSet].observe(start, err)
+	for _, p := range pairs {
+		in.wrote(ctx, p.Key)
+	}
+	return err
+}
+
+func (in *instrumented) Del(ctx context.Context, keys []string) (int64, error) {
+	in.watch.touchAll(keys)
+	start := mono()
+	n, err := in.b.Del(ctx, keys)
+	in.ops[OpDel].observe(start, err)
+	in.wroteAll(ctx, keys)
+	return n, err
+}
+
+func (in *instrumented) Exists(ctx context.Context, keys []string) (int64, error) {
+	start := mono()
+	n, err := in.b.Exists(ctx, keys)
+	in.ops[OpExists].observe(start, err)
+	return n, err
+}
+
+func (in *instrumented) Update(ctx context.Context, key string, u backends.Update) error {
+	o := in.of(u.Op())
+	in.watch.touch(key)
+	start := mono()
+	err := in.b.Update(ctx, key, in.limit.update(u))
+	o.observe(start, err)
+	in.wrote(ctx, key)
+	return err
+}
+
+func (in *instrumented) TTL(ctx context.Context, key string) (time.Duration, error) {
+	start := mono()
+	d, err := in.b.TTL(ctx, key)
+	in.ops[OpTTL].observe(start, err)
+	return d, err
+}
+
+// Do runs a command on collections: a write is limited, watched and
+// reported for the keys it may write.
+func (in *instrumented) Do(ctx context.Context, keys []string, op backends.Op) error {
+	var written []string
+	switch op.Writes() {
+	case backends.WritesAll:
+		written = keys
+	case backends.WritesFirst:
+		written = keys[:1]
+	}
+	if written != nil {
+		if err := in.limit.op(op); err != nil {
+			return err
+		}
+		in.watch.touchAll(written)
+	}
+	o := in.of(op.Name())
+	start := mono()
+	err := in.b.Do(ctx, keys, op)
+	o.observe(start, err)
+	in.wroteAll(ctx, written)
+	return err
+}
+
+// wrote reports a write of key once a reader can see it: now, or at the
+// end of the atomic run it is part of. A write reported in error (the
+// backend refused it) costs one needless invalidation.
+func (in *instrumented) wrote(ctx context.Context, key string) {
+	if !in.r.notify.active() {
+		return
+	}
+	if in.deferred != nil {
+		*in.deferred = append(*in.deferred, key)
+		return
+	}
+	in.r.notify.wrote(ctx, in.r, key)
+}
+
+func (in *instrumented) wroteAll(ctx context.Context, keys []string) {
+	for _, k := range keys {
+		in.wrote(ctx, k)
+	}
+}
+
+// Unwrap returns the backend as opened: backends.As finds its optional
+// capabilities through the wrapper.
+func (in *instrumented) Unwrap() backends.Backend { return in.b }
+
+// Close is the table's job (Table.Close closes the raw backend).
+func (in *instrumented) Close() error { return nil }
+
+var (
+	_ backends.Backend = (*instrumented)(nil)
+	_ backends.Atomic  = (*instrumented)(nil)
+)
