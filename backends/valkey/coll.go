@@ -119,7 +119,7 @@ func (s *Store) Do(ctx context.Context, keys []string, op backends.Op) error {
 	case backends.WritesAll:
 		s.written(ks...)
 	case backends.WritesFirst:
-		s.written(ks[:1]...)
+		s.written(ks[:min(1, len(ks))]...)
 	}
 	if err := res.NonValkeyError(); err != nil {
 		return s.d.fail(ctx, name, err)
