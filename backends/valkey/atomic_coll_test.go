@@ -409,3 +409,75 @@ func TestAtomicHashCluster(t *testing.T) {
 		t.Errorf("{u}s = %q, want 6", v)
 	}
 }
+
+// TestAtomicTypeChanges: while another client keeps changing a key from a
+// string to a hash and back, runs over it load what fits together or read
+// again (a load torn between its TYPE and its reads is never run on), and
+// never fail for it. Probabilistic: it exercises the torn loads, whose
+// EXEC the server aborts anyway.
+func TestAtomicTypeChanges(t *testing.T) {
+	s := open(t, newDriver(t, server, nil))
+	ctx := ctxT(t)
+	k := s.key("k")
+	stop := make(chan struct{})
+	writerDone := make(chan struct{})
+	var writerErr atomic.Pointer[error]
+	go func() {
+		defer close(writerDone)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var err error
+			if i%2 == 0 {
+				_, err = server.Do(ctx, "SET", k, "x")
+			} else if _, err = server.Do(ctx, "DEL", k); err == nil {
+				_, err = server.Do(ctx, "HSET", k, "a", "1")
+			}
+			if err != nil {
+				writerErr.Store(&err)
+				return
+			}
+		}
+	}()
+	var runs, hashes, strs atomic.Int64
+	for range 200 {
+		err := s.Atomically(ctx, []string{"k"}, func(tx backends.Backend) error {
+			runs.Add(1)
+			v, ok, err := tx.Get(ctx, "k")
+			switch {
+			case err == nil && ok && string(v) == "x":
+				strs.Add(1)
+				return nil
+			case err == nil && !ok:
+				return nil
+			case err != backends.ErrWrongType:
+				return fmt.Errorf("GET k = %q, %v, %v", v, ok, err)
+			}
+			op, err := txDo(t, ctx, tx, coll.ParseHGet, "hget", "k", "a")
+			if err != nil {
+				return err
+			}
+			var got string
+			op.Reply(&replyWriter{s: &got})
+			if got != "1" {
+				return fmt.Errorf("HGET k a = %q in a run, want 1", got)
+			}
+			hashes.Add(1)
+			return nil
+		})
+		if err != nil {
+			close(stop)
+			<-writerDone
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-writerDone
+	if err := writerErr.Load(); err != nil {
+		t.Fatal(*err)
+	}
+	t.Logf("200 runs: fn ran %d times, saw a string %d times and a hash %d times", runs.Load(), strs.Load(), hashes.Load())
+}
