@@ -120,9 +120,12 @@ func toReply(m *valkey.ValkeyMessage) backends.Reply {
 	case respBool:
 		return backends.Reply{Kind: backends.ReplyBool, Int: f.intlen}
 	case respFloat:
-		// Redis writes inf, -inf and nan, which ParseFloat reads.
-		v, _ := strconv.ParseFloat(string(f.str()), 64)
-		return backends.Reply{Kind: backends.ReplyDouble, Float: v}
+		// Redis writes inf, -inf and nan, which ParseFloat reads. Str
+		// keeps the server's own text: Redis 7.0 writes %.17g, later
+		// servers (Redis 7.2, Valkey) the shortest exact decimal.
+		s := f.str()
+		v, _ := strconv.ParseFloat(string(s), 64)
+		return backends.Reply{Kind: backends.ReplyDouble, Float: v, Str: s}
 	case respArray, respSet, respMap, respPush:
 		kind := backends.ReplyArray
 		switch f.typ {
