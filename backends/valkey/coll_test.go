@@ -213,9 +213,10 @@ func TestDoReplies(t *testing.T) {
 	for _, resp := range []int{2, 3} {
 		t.Run("RESP"+strconv.Itoa(resp), func(t *testing.T) {
 			raw := dialRaw(t, server, resp)
-			p := fmt.Sprintf("p%d:", resp) // the route's keys; raw's are "raw<p>…"
+			p := fmt.Sprintf("p%d:", resp) // the route's keys; raw's are "raw<route>:<p>…"
+			rp := "raw" + s.route + ":" + p
 			mustSet(t, s, p+"str", "x")
-			if _, err := server.Do(ctx, "SET", "raw"+p+"str", "x"); err != nil {
+			if _, err := server.Do(ctx, "SET", rp+"str", "x"); err != nil {
 				t.Fatal(err)
 			}
 			const (
@@ -270,7 +271,7 @@ func TestDoReplies(t *testing.T) {
 				rawArgs := append([]string(nil), tc.args...)
 				for i, at := range tc.keyAt {
 					keys[i] = p + keys[i]
-					rawArgs[at] = "raw" + p + rawArgs[at]
+					rawArgs[at] = rp + rawArgs[at]
 				}
 				op.NullArray = tc.nullArray
 				if err := s.Do(ctx, keys, op); err != nil {
