@@ -3,6 +3,7 @@ package valkey
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -67,16 +68,27 @@ func (s *Store) Atomically(ctx context.Context, keys []string, fn func(tx backen
 // run read and did not write is read again through the client cache,
 // which the server tracks (a hit: an entry it tracks and has not
 // invalidated yet). A later change is then reported. A value that differs
-// from the run's (changed in between), or a read that fails, marks the
-// run's reads as not watched: its reader drops them.
+// from the run's (changed in between), a read that fails, or a collection
+// read (the client cache holds strings only) marks the run's reads as not
+// watched: its reader drops them.
 func (s *Store) confirmWatched(ctx context.Context, run *watchedRun) {
+	if run.state == nil {
+		return // fn did not run
+	}
 	var keys []string
 	var want [][]byte
 	for i, k := range run.keys {
-		if !slices.Contains(run.written, run.ks[i]) {
-			keys = append(keys, k)
-			want = append(want, run.state[i].Val)
+		if slices.Contains(run.written, run.ks[i]) {
+			continue
 		}
+		if run.state[i].Type != backends.TypeNone {
+			// A collection: the client cache reads strings only, so
+			// nothing makes the server track it for this process.
+			backends.ReadNotWatched(ctx)
+			return
+		}
+		keys = append(keys, k)
+		want = append(want, run.state[i].Val)
 	}
 	if len(keys) == 0 {
 		return
@@ -116,52 +128,37 @@ func oneSlot(c *client, keys []string) bool {
 	return true
 }
 
-// atomicOnce is one attempt: WATCH and read (one round trip), fn, and
-// MULTI, the writes, EXEC (one more); done is false when EXEC found a key
-// changed. Each round trip has its own command timeout; fn is bounded by
-// its caller (a script's limits).
+// atomicOnce is one attempt: WATCH and read (one round trip, and one
+// more for the collections among the keys: load), fn, and MULTI, the
+// writes, EXEC (one more); done is false when EXEC found a key changed.
+// Each round trip has its own command timeout; fn is bounded by its
+// caller (a script's limits).
 func (s *Store) atomicOnce(ctx context.Context, dc valkey.DedicatedClient, run *watchedRun) (done bool, err error) {
 	// Before the reads: a deadline in the copy is never later than the
 	// key's, and a lifetime written back never longer than it was.
 	start := time.Now()
-	cmds := make(valkey.Commands, 0, 1+2*len(run.ks))
-	cmds = append(cmds, dc.B().Watch().Key(run.ks...).Build())
-	for _, k := range run.ks {
-		cmds = append(cmds, dc.B().Get().Key(k).Build(), dc.B().Pttl().Key(k).Build())
+	state, torn, err := s.load(ctx, dc, run.ks)
+	if errors.Is(err, backends.ErrWrongType) {
+		// A key the run cannot hold: it fails as fn would, without running.
+		run.fnErr, run.state = err, nil
+		return true, dc.Do(s.d.deadlines.Of(ctx), dc.B().Unwatch().Build()).Error()
 	}
-	reads := dc.DoMulti(s.d.deadlines.Of(ctx), cmds...)
-	if err := reads[0].Error(); err != nil {
+	if err != nil {
 		return false, err
 	}
-	state := make([]backends.Expiring, len(run.ks))
-	for i := range run.ks {
-		// A key of another type fails with the server's WRONGTYPE: fn
-		// would take it for absent, and a write would replace it.
-		v, err := reads[1+2*i].ToString()
-		switch {
-		case valkey.IsValkeyNil(err):
-			continue
-		case err != nil:
-			return false, err
-		}
-		ms, err := reads[2+2*i].AsInt64()
-		if err != nil {
-			return false, err
-		}
-		switch {
-		case ms >= 0:
-			state[i] = backends.Expiring{Val: []byte(v), TTL: time.Duration(ms) * time.Millisecond}
-		case ms == -1:
-			state[i] = backends.Expiring{Val: []byte(v), TTL: backends.TTLPersistent}
-		} // -2: expired after the GET, which aborts the EXEC
-	}
 	run.state = state
-	writes, fnErr := snapshot.Run(run.keys, state, start, run.fn)
-	run.fnErr = fnErr
-	cmds = append(cmds[:0], dc.B().Multi().Build())
+	var writes []snapshot.Write
+	if !torn {
+		writes, run.fnErr = snapshot.Run(run.keys, state, start, run.fn)
+	}
+	cmds := valkey.Commands{dc.B().Multi().Build()}
 	for _, w := range writes {
 		k := s.key(w.Key)
-		cmds = append(cmds, s.writeCmd(dc, k, w, time.Since(start)))
+		if w.Coll != nil {
+			cmds = collWrites(cmds, dc, k, w, time.Since(start))
+		} else {
+			cmds = append(cmds, s.writeCmd(dc, k, w, time.Since(start)))
+		}
 		run.written = append(run.written, k)
 	}
 	cmds = append(cmds, dc.B().Exec().Build())
@@ -173,6 +170,8 @@ func (s *Store) atomicOnce(ctx context.Context, dc valkey.DedicatedClient, run *
 		return false, nil // a key changed since the WATCH: read again
 	case err != nil:
 		return false, err
+	case torn:
+		return false, nil // EXEC should have failed: read again all the same
 	}
 	for _, r := range replies {
 		if err := r.Error(); err != nil {

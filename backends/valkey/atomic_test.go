@@ -261,18 +261,19 @@ func TestAtomicUndeclared(t *testing.T) {
 	}
 }
 
-// TestAtomicWrongType: a declared key of another type fails the run with
-// the server's WRONGTYPE before fn runs, instead of passing for absent.
+// TestAtomicWrongType: a declared key of a type the run cannot hold (a
+// stream) fails the run with WRONGTYPE before fn runs, instead of passing
+// for absent.
 func TestAtomicWrongType(t *testing.T) {
 	s := open(t, newDriver(t, server, nil))
 	ctx := ctxT(t)
-	if _, err := server.Do(ctx, "RPUSH", s.key("list"), "x"); err != nil {
+	if _, err := server.Do(ctx, "XADD", s.key("stream"), "*", "f", "v"); err != nil {
 		t.Fatal(err)
 	}
 	ran := false
-	err := s.Atomically(ctx, []string{"list"}, func(backends.Backend) error { ran = true; return nil })
-	if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") || ran {
-		t.Fatalf("Atomically on a list = %v (fn ran: %v), want WRONGTYPE", err, ran)
+	err := s.Atomically(ctx, []string{"stream"}, func(backends.Backend) error { ran = true; return nil })
+	if !errors.Is(err, backends.ErrWrongType) || ran {
+		t.Fatalf("Atomically on a stream = %v (fn ran: %v), want WRONGTYPE", err, ran)
 	}
 }
 

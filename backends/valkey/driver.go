@@ -37,6 +37,7 @@ type Driver struct {
 	stats     stats
 
 	client    atomic.Pointer[client] // nil until the first connection succeeds
+	r2        resp2Client            // for clients speaking RESP2 (resp2.go)
 	connErr   atomic.Pointer[error]  // why the last connection attempt failed
 	tried     chan struct{}          // closed once the first attempt is over
 	triedOnce sync.Once
@@ -246,6 +247,7 @@ func (d *Driver) Close() error {
 	if c := d.client.Load(); c != nil {
 		c.Close()
 	}
+	d.closeResp2()
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 // In cluster mode a multi-key command is split into single-key commands
 // sent together (DoMulti): still one round trip per node, no CROSSSLOT
 // errors, but MSET is then not atomic across keys, as for the memory backend.
+// Collection commands are not split: see coll.go.
 type Store struct {
 	d      *Driver
 	route  string
