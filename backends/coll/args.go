@@ -45,3 +45,12 @@ func clone(b []byte) []byte {
 	}
 	return slices.Clone(b)
 }
+
+// keysAt is the KeyAt of n keys from args[first].
+func keysAt(first, n int) []int {
+	at := make([]int, n)
+	for i := range at {
+		at[i] = first + i
+	}
+	return at
+}

@@ -46,7 +46,7 @@ func parseBPop(args [][]byte, end End) (Command, error) {
 		return nil, err
 	}
 	op := &BPop{End: end, timeout: t}
-	op.Args, op.KeyAt = args, keysAt(1, len(args)-2)
+	op.Args, op.KeyAt, op.NullArray = args, keysAt(1, len(args)-2), true
 	return op, nil
 }
 
@@ -117,7 +117,9 @@ func ParseBLMove(args [][]byte) (Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &BLMove{LMove: *m, timeout: t}, nil
+	op := &BLMove{LMove: *m, timeout: t}
+	op.NullArray = true // the timeout's reply
+	return op, nil
 }
 
 // ParseBRPopLPush reads BRPOPLPUSH source destination timeout.
@@ -127,7 +129,7 @@ func ParseBRPopLPush(args [][]byte) (Command, error) {
 		return nil, err
 	}
 	op := &BLMove{LMove: LMove{From: Right, To: Left, rpoplpush: true}, timeout: t}
-	op.Args, op.KeyAt = args, at12
+	op.Args, op.KeyAt, op.NullArray = args, at12, true
 	return op, nil
 }
 

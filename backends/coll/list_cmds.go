@@ -124,6 +124,7 @@ func parsePop(args [][]byte, end End) (Command, error) {
 		op.Count = n
 	}
 	op.Args, op.KeyAt = args, at1
+	op.NullArray = op.Count >= 0 // a count on a missing key: RESP2's nil array
 	return op, nil
 }
 

@@ -147,17 +147,8 @@ func parseLMPop(args [][]byte, at int) (*LMPop, error) {
 	if op.Count == -1 {
 		op.Count = 1
 	}
-	op.Args, op.KeyAt = args, keysAt(at+1, int(numkeys))
+	op.Args, op.KeyAt, op.NullArray = args, keysAt(at+1, int(numkeys)), true
 	return op, nil
-}
-
-// keysAt is the KeyAt of n keys from args[first].
-func keysAt(first, n int) []int {
-	at := make([]int, n)
-	for i := range at {
-		at[i] = first + i
-	}
-	return at
 }
 
 func (*LMPop) Name() string            { return "lmpop" }

@@ -147,11 +147,7 @@ func parseZMPop(args [][]byte, at int) (*ZMPop, error) {
 	if op.count == -1 {
 		op.count = 1
 	}
-	op.Args = args
-	op.KeyAt = make([]int, numkeys)
-	for i := range op.KeyAt {
-		op.KeyAt[i] = at + 1 + i
-	}
+	op.Args, op.KeyAt, op.NullArray = args, keysAt(at+1, int(numkeys)), true
 	return op, nil
 }
 
@@ -242,11 +238,7 @@ func ParseBZPop(args [][]byte) (Command, error) {
 		return nil, err
 	}
 	op := &BZPop{max: is(args[0], "bzpopmax"), timeout: t}
-	op.Args = args
-	op.KeyAt = make([]int, len(args)-2)
-	for i := range op.KeyAt {
-		op.KeyAt[i] = 1 + i
-	}
+	op.Args, op.KeyAt, op.NullArray = args, keysAt(1, len(args)-2), true
 	return op, nil
 }
 

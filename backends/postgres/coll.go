@@ -25,9 +25,7 @@ func (s *KV) Do(ctx context.Context, keys []string, op backends.Op) error {
 		return s.readRun(ctx, keys, op)
 	}
 	return s.Atomically(ctx, keys, func(tx backends.Backend) error {
-		return tx.(interface {
-			Do(context.Context, []string, backends.Op) error
-		}).Do(ctx, keys, op)
+		return tx.Do(ctx, keys, op)
 	})
 }
 
@@ -83,9 +81,7 @@ func (s *KV) readRun(ctx context.Context, keys []string, op backends.Op) error {
 		return err
 	}
 	_, err = snapshot.Run(keys, state, start, func(tx backends.Backend) error {
-		return tx.(interface {
-			Do(context.Context, []string, backends.Op) error
-		}).Do(ctx, keys, op)
+		return tx.Do(ctx, keys, op)
 	})
 	return err
 }

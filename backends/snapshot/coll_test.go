@@ -33,15 +33,11 @@ func TestRunCollections(t *testing.T) {
 		{},
 	}
 	ctx := context.Background()
-	// Backend.Do, until the contract has it.
-	type doer interface {
-		Do(context.Context, []string, backends.Op) error
-	}
 	writes, err := Run([]string{"h", "new"}, state, time.Now(), func(tx backends.Backend) error {
-		if err := tx.(doer).Do(ctx, []string{"h"}, op(t, coll.ParseHSet, "hset", "h", "b", "3", "c", "4")); err != nil {
+		if err := tx.Do(ctx, []string{"h"}, op(t, coll.ParseHSet, "hset", "h", "b", "3", "c", "4")); err != nil {
 			return err
 		}
-		return tx.(doer).Do(ctx, []string{"new"}, op(t, coll.ParseHSet, "hset", "new", "x", "y"))
+		return tx.Do(ctx, []string{"new"}, op(t, coll.ParseHSet, "hset", "new", "x", "y"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +60,7 @@ func TestRunCollections(t *testing.T) {
 	}
 	// A run that only reads writes nothing.
 	writes, err = Run([]string{"h"}, state[:1], time.Now(), func(tx backends.Backend) error {
-		return tx.(doer).Do(ctx, []string{"h"}, op(t, coll.ParseHGet, "hget", "h", "a"))
+		return tx.Do(ctx, []string{"h"}, op(t, coll.ParseHGet, "hget", "h", "a"))
 	})
 	if err != nil || len(writes) != 0 {
 		t.Fatalf("a read-only run wrote %+v (%v)", writes, err)

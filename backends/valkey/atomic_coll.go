@@ -125,15 +125,13 @@ func (s *Store) load(ctx context.Context, dc valkey.DedicatedClient, ks []string
 }
 
 // newColl is coll.New, or ErrWrongType for a type package coll does not
-// hold (yet: New panics then): the run cannot load the key, and fails as
-// it does for a stream.
-func newColl(t backends.Type) (v backends.Value, err error) {
-	defer func() {
-		if recover() != nil {
-			v, err = nil, backends.ErrWrongType
-		}
-	}()
-	return coll.New(t), nil
+// hold (a stream): the run cannot load the key.
+func newColl(t backends.Type) (backends.Value, error) {
+	switch t {
+	case backends.TypeHash, backends.TypeSet, backends.TypeZSet, backends.TypeList:
+		return coll.New(t), nil
+	}
+	return nil, backends.ErrWrongType
 }
 
 // fill adds to v, empty, the members of the reply that read it whole; ok

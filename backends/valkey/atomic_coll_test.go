@@ -15,11 +15,6 @@ import (
 	"github.com/pgcache/pgcache/internal/testenv"
 )
 
-// doer is Backend.Do, until the contract has it.
-type doer interface {
-	Do(ctx context.Context, keys []string, op backends.Op) error
-}
-
 // txDo runs a command line (parsed by p; its key is args[1]) in a run.
 func txDo(t testing.TB, ctx context.Context, tx backends.Backend, p coll.Parser, args ...string) (coll.Command, error) {
 	t.Helper()
@@ -31,7 +26,7 @@ func txDo(t testing.TB, ctx context.Context, tx backends.Backend, p coll.Parser,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return op, tx.(doer).Do(ctx, []string{args[1]}, op)
+	return op, tx.Do(ctx, []string{args[1]}, op)
 }
 
 // hdel removes fields of a hash (a run's Op: package coll has no HDEL yet).
@@ -45,7 +40,7 @@ func (fs hdel) Run(v backends.View) error {
 		return err
 	}
 	for _, f := range fs {
-		h.(*coll.Hash).Del(f)
+		h.(*coll.Hash).Del(f, &coll.DefaultLimits)
 	}
 	return nil
 }
@@ -173,7 +168,7 @@ func TestAtomicHashJournal(t *testing.T) {
 		if _, err := txDo(t, ctx, tx, coll.ParseHSet, "hset", "h", "b", "20", "d", "4"); err != nil {
 			return err
 		}
-		return tx.(doer).Do(ctx, []string{"h"}, hdel{"c"})
+		return tx.Do(ctx, []string{"h"}, hdel{"c"})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +193,7 @@ func TestAtomicHashJournal(t *testing.T) {
 // replyWriter collects a Bulk reply of a Command (the run's own HGET).
 type replyWriter struct{ s *string }
 
+func (w *replyWriter) RESP3() bool      { return false }
 func (w *replyWriter) Int(int64)        {}
 func (w *replyWriter) Bulk(b []byte)    { *w.s = string(b) }
 func (w *replyWriter) Status(string)    {}
@@ -221,7 +217,7 @@ func TestAtomicHashWhole(t *testing.T) {
 	mon := startMonitor(t, server)
 	err := s.Atomically(ctx, []string{"str", "old", "fresh"}, func(tx backends.Backend) error {
 		for _, k := range []string{"str", "old"} {
-			if err := tx.(doer).Do(ctx, []string{k}, putHash{"p", "1", "q", "2"}); err != nil {
+			if err := tx.Do(ctx, []string{k}, putHash{"p", "1", "q", "2"}); err != nil {
 				return err
 			}
 		}
@@ -292,7 +288,7 @@ func TestAtomicHashLifetime(t *testing.T) {
 			_, err := backends.DoExpire(ctx, tx, "h", backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways)
 			return err
 		}, []string{"HSET " + k + " a 10", "PERSIST " + k}},
-		{"empty", func(tx backends.Backend) error { return tx.(doer).Do(ctx, []string{"h"}, hdel{"a", "b"}) },
+		{"empty", func(tx backends.Backend) error { return tx.Do(ctx, []string{"h"}, hdel{"a", "b"}) },
 			[]string{"DEL " + k}},
 	} {
 		if err := s.Atomically(ctx, []string{"h"}, tc.fn); err != nil {
