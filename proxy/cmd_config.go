@@ -85,11 +85,11 @@ func init() {
 			set:   configSet(func(cfg *Config, n int64) { cfg.IdleTimeout = time.Duration(n) * time.Second }),
 		}},
 		{"tracking-table-max-keys", &param{
-			get:   func(s *Server) string { return strconv.Itoa(s.tracking.maxKeysNow()) },
+			get:   func(s *Server) string { return strconv.Itoa(s.tracking.MaxKeys()) },
 			check: intRange(0, maxInt64),
 			set: func(s *Server, v string) string {
 				n, _ := strconv.ParseInt(v, 10, 64)
-				s.tracking.setMaxKeys(int(min(n, math.MaxInt32)))
+				s.tracking.SetMaxKeys(int(min(n, math.MaxInt32)))
 				return ""
 			},
 		}},

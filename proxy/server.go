@@ -14,9 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/pgcache/pgcache/changes"
 	"github.com/pgcache/pgcache/internal/auth"
 	"github.com/pgcache/pgcache/route"
 	"github.com/pgcache/pgcache/script"
+	"github.com/pgcache/pgcache/tracking"
 )
 
 // Server is the RESP front: it serves clients on the listeners given to
@@ -56,7 +58,7 @@ type Server struct {
 	scripts  *script.Engine // EVAL, FUNCTION: see cmd_scripting.go
 	infoFunc atomic.Pointer[func(context.Context) [][2]string]
 	bulkCap  atomic.Pointer[bulkCap]
-	tracking *tracker // CLIENT TRACKING: see tracking.go
+	tracking *tracking.Tracker // CLIENT TRACKING: see tracking.go
 }
 
 // New returns a server over router's routes. metrics are the routes'
@@ -82,15 +84,14 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, log *zap.Logg
 		byID:      map[int64]*conn{},
 		scripts:   newScripts(log),
 	}
-	s.tracking = newTracker(s)
-	router.OnWrite(s.tracking)
+	s.tracking = tracking.New(changes.New(router))
 	s.SetConfig(cfg)
 	s.clock.Store(s.started.UnixMilli())
 	s.base.Store(&statBase{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if reg != nil {
 		reg.MustRegister(s.stats.collectors()...)
-		reg.MustRegister(s.tracking.collectors()...)
+		reg.MustRegister(s.tracking.Collectors()...)
 	}
 	return s
 }

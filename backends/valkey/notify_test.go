@@ -1,7 +1,6 @@
 package valkey
 
 import (
-	"sync/atomic"
 	"testing"
 
 	"github.com/pgcache/pgcache/backends"
@@ -45,13 +44,13 @@ func TestNotifyInvalidations(t *testing.T) {
 	}
 
 	// TTL is not tracked by the server: the read is marked for its
-	// reader, and nobody else is told.
-	var mark atomic.Bool
-	if _, err := s.TTL(backends.WatchReads(ctx, &mark), "t"); err != nil {
+	// reader to ask, and nobody is told.
+	tok := s.ReadToken()
+	if _, err := s.TTL(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
-	if !mark.Load() {
-		t.Fatal("TTL: the read was not marked as not watched")
+	if !s.Unwatched("t", tok) {
+		t.Fatal("TTL: the read was not marked as unwatched")
 	}
 	select {
 	case o := <-r:
@@ -61,22 +60,22 @@ func TestNotifyInvalidations(t *testing.T) {
 	// An atomic run's reads are confirmed through the client cache: not
 	// marked, and a later change is reported.
 	mustSet(t, s, "t", "t1")
-	mark.Store(false)
-	if err := s.Atomically(backends.WatchReads(ctx, &mark), []string{"t"}, func(tx backends.Backend) error {
+	tok = s.ReadToken()
+	if err := s.Atomically(ctx, []string{"t"}, func(tx backends.Backend) error {
 		_, _, err := tx.Get(ctx, "t")
 		return err
-	}); err != nil || mark.Load() {
-		t.Fatalf("an atomic run: %v, marked %v", err, mark.Load())
+	}); err != nil || s.Unwatched("t", tok) {
+		t.Fatalf("an atomic run: %v, marked %v", err, s.Unwatched("t", tok))
 	}
 	if err := b.Do(ctx, b.B().Set().Key(s.prefix+"t").Value("t2").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	r.Next(t, "SET by another client after an atomic run read", keysAre("t"))
 
-	mark.Store(false)
 	mustGet(t, s, "k") // cached: watched
-	if _, _, err := s.Get(backends.WatchReads(ctx, &mark), "k"); err != nil || mark.Load() {
-		t.Fatalf("a cached GET: %v, marked %v", err, mark.Load())
+	tok = s.ReadToken()
+	if _, _, err := s.Get(ctx, "k"); err != nil || s.Unwatched("k", tok) {
+		t.Fatalf("a cached GET: %v, marked %v", err, s.Unwatched("k", tok))
 	}
 
 	mustGet(t, s, "k")
