@@ -1,7 +1,6 @@
 package changes
 
 import (
-	"context"
 	"slices"
 	"strings"
 
@@ -49,20 +48,4 @@ func reaches(p string, r *route.Route) bool {
 		}
 	}
 	return false
-}
-
-// writerKey marks a context with the client whose requests it serves.
-type writerKey struct{}
-
-// WithWriter returns ctx marked as client id's (an id other than 0): the
-// writes made with it are reported with id, so a subscriber can tell a
-// client's own writes apart (CLIENT TRACKING's NOLOOP).
-func WithWriter(ctx context.Context, id int64) context.Context {
-	return context.WithValue(ctx, writerKey{}, id)
-}
-
-// WriterOf is the client WithWriter marked ctx with, or 0.
-func WriterOf(ctx context.Context) int64 {
-	id, _ := ctx.Value(writerKey{}).(int64)
-	return id
 }

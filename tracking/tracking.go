@@ -55,6 +55,7 @@
 package tracking
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -178,12 +179,7 @@ func (t *Tracker) broadcastLocked() {
 		return
 	}
 	t.due.Store(false)
-	prefixes := make([]string, 0, len(t.pending))
-	for p := range t.pending {
-		prefixes = append(prefixes, p)
-	}
-	slices.Sort(prefixes)
-	for _, p := range prefixes {
+	for _, p := range slices.Sorted(maps.Keys(t.pending)) {
 		ks := t.pending[p]
 		sorted := t.batch[:0]
 		for k := range ks {
