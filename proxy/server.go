@@ -58,7 +58,7 @@ type Server struct {
 	scripts  *script.Engine // EVAL, FUNCTION: see cmd_scripting.go
 	infoFunc atomic.Pointer[func(context.Context) [][2]string]
 	bulkCap  atomic.Pointer[bulkCap]
-	tracking *tracking.Tracker // CLIENT TRACKING: see tracking.go
+	tracking *tracking.Tracker // CLIENT TRACKING; its read hook: see tracking.go
 }
 
 // New returns a server over router's routes. metrics are the routes'

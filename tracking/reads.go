@@ -66,9 +66,12 @@ func (t *Tracker) Read(cl *Client, tbl *route.Table, keys [][]byte, caching bool
 // The keys a backend served unwatched since Read (backends.UnwatchedReads)
 // are bounced, once each.
 func (t *Tracker) Served(cl *Client) {
-	if len(cl.unsure) == 0 {
-		return
+	if len(cl.unsure) > 0 {
+		t.bounceUnwatched(cl)
 	}
+}
+
+func (t *Tracker) bounceUnwatched(cl *Client) {
 	bad := cl.unseen[:0]
 	for _, r := range cl.unsure {
 		if r.u.Unwatched(r.stored, r.tok) && !slices.ContainsFunc(bad, func(k []byte) bool { return string(k) == string(r.key) }) {

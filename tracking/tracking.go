@@ -164,10 +164,14 @@ func (t *Tracker) tellReadersLocked(e *trackedKey, writer int64, src source) {
 // are none.
 func (t *Tracker) EndBatch() {
 	if t.due.Load() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		t.broadcastLocked()
+		t.broadcast()
 	}
+}
+
+func (t *Tracker) broadcast() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.broadcastLocked()
 }
 
 // broadcastLocked sends each BCAST client, for each of its prefixes under

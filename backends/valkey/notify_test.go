@@ -13,8 +13,8 @@ func keysAre(ks ...string) func(backends.Outside) bool { return backendtest.Keys
 
 // TestNotifyInvalidations: with a client cache, a key read through it and
 // then changed by another client is reported with the route's key; a
-// flush by another client is All; a read the server does not track (TTL)
-// is marked for its reader, not reported, and an atomic run's reads are
+// flush by another client is All; a read the server does not track (TTL,
+// EXISTS) is marked for its reader to ask, not reported, and an atomic run's reads are
 // confirmed through the client cache; the connections killed are Lost, and Watching is
 // true again once a read has reconnected. Another route of the driver
 // hears of none of the first route's keys.
@@ -51,6 +51,13 @@ func TestNotifyInvalidations(t *testing.T) {
 	}
 	if !s.Unwatched("t", tok) {
 		t.Fatal("TTL: the read was not marked as unwatched")
+	}
+	tok = s.ReadToken()
+	if _, err := s.Exists(ctx, []string{"e1", "e2"}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Unwatched("e1", tok) || !s.Unwatched("e2", tok) {
+		t.Fatal("EXISTS: the read was not marked as unwatched")
 	}
 	select {
 	case o := <-r:
