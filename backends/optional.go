@@ -2,7 +2,6 @@ package backends
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -148,25 +147,23 @@ type Notifier interface {
 	Watching() bool
 }
 
-// ReadNotWatched is how a Notifier that is Watching says that it served a
-// read it will not report later changes of (Valkey answers a refetch,
-// PTTL, EXISTS or a transaction's reads on a connection it does not track):
-// the caller that marked ctx (WatchReads) tells its reader to drop the
-// keys of that read right after the reply, as for a backend that is no
-// Notifier. Other readers of the keys are not concerned: what they read
-// was watched.
-func ReadNotWatched(ctx context.Context) {
-	if m, ok := ctx.Value(notWatchedKey{}).(*atomic.Bool); ok {
-		m.Store(true)
-	}
+// UnwatchedReads is a Notifier that serves some reads it will not report
+// the later changes of: Valkey answers a refetch, PTTL, EXISTS, or an atomic
+// run's read it could not confirm on connections the server does not
+// track. A reader that must hear of every change of what it read (CLIENT
+// TRACKING) takes a ReadToken before it reads and asks Unwatched after:
+// when the answer is yes it drops what it read, as from a backend that is
+// no Notifier. The answer may be yes for a read that was watched (another
+// reader's unwatched read of a key that hashes alike, meanwhile), never no
+// for one that was not. An atomic run's reads are answered for once
+// Atomically has returned.
+type UnwatchedReads interface {
+	// ReadToken is taken before a read.
+	ReadToken() uint64
+	// Unwatched reports whether a read of key (as the route stores it)
+	// may have been served unwatched since tok.
+	Unwatched(key string, tok uint64) bool
 }
-
-// WatchReads returns ctx marked so that ReadNotWatched sets m.
-func WatchReads(ctx context.Context, m *atomic.Bool) context.Context {
-	return context.WithValue(ctx, notWatchedKey{}, m)
-}
-
-type notWatchedKey struct{}
 
 // Outside is one report of a Notifier: a change made outside its methods.
 type Outside struct {

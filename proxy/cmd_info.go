@@ -115,7 +115,7 @@ func infoClients(c *conn, b *infoBuilder, _ [][2]string) {
 	b.int("cluster_connections", 0)
 	b.int("maxclients", int64(s.config().MaxClients))
 	b.int("blocked_clients", 0)
-	b.int("tracking_clients", s.tracking.on.Load())
+	b.int("tracking_clients", s.tracking.Clients())
 	b.int("clients_in_timeout_table", 0)
 }
 
@@ -187,7 +187,7 @@ func infoStats(c *conn, b *infoBuilder, lines [][2]string) {
 	b.int("pubsub_channels", 0)
 	b.int("pubsub_patterns", 0)
 	b.int("pubsubshard_channels", 0)
-	tkeys, titems, tprefixes := s.tracking.counts()
+	tkeys, titems, tprefixes := s.tracking.Counts()
 	b.int("tracking_total_keys", int64(tkeys))
 	b.int("tracking_total_items", int64(titems))
 	b.int("tracking_total_prefixes", int64(tprefixes))

@@ -446,7 +446,7 @@ func flush(c *conn, args [][]byte, all bool) {
 	}
 	// Every tracking client drops everything, as Redis tells them on a
 	// flush, even when a route failed: some may have been emptied.
-	defer c.s.tracking.dropAll(srcFlush)
+	defer c.s.tracking.Flushed()
 	for _, r := range c.t.Routes() {
 		if !all && len(r.Prefixes) == 0 {
 			continue

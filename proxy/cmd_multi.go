@@ -238,16 +238,7 @@ func cmdExec(c *conn, _ [][]byte) {
 		c.execFn = c.execQueued
 	}
 	c.execing = m
-	ro := readsOnly(m.queued)
-	if ro && c.track != nil {
-		// A read-only run reads its keys at once, before its requests
-		// run (atomically): a tracking client registers them first, as
-		// every read does (tracking.go).
-		for _, q := range m.queued {
-			c.trackRead(q.cmd, q.args)
-		}
-	}
-	c.atomically(r, keys, ro, c.execFn)
+	c.atomically(r, keys, readsOnly(m.queued), c.execFn)
 	c.execing = nil
 }
 

@@ -3,6 +3,8 @@ package proxy
 import (
 	"slices"
 	"strings"
+
+	"github.com/pgcache/pgcache/tracking"
 )
 
 // CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO; SUBSCRIBE and
@@ -17,15 +19,15 @@ var clientCmd *command
 // [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]
 func cmdClientTracking(c *conn, args [][]byte) {
 	var (
-		st       trackState
-		prefixes []string
+		o        tracking.Options
+		redirect int64
 	)
 	for j := 3; j < len(args); j++ {
 		more := j < len(args)-1
 		switch a := args[j]; {
 		case is(a, "redirect") && more:
 			j++
-			if st.redirect != 0 {
+			if redirect != 0 {
 				c.writeError("ERR A client can only redirect to a single other client")
 				return
 			}
@@ -38,18 +40,18 @@ func cmdClientTracking(c *conn, args [][]byte) {
 				c.writeError("ERR The client ID you want redirect to does not exist")
 				return
 			}
-			st.redirect = id
+			redirect = id
 		case is(a, "bcast"):
-			st.bcast = true
+			o.BCAST = true
 		case is(a, "optin"):
-			st.optin = true
+			o.OptIn = true
 		case is(a, "optout"):
-			st.optout = true
+			o.OptOut = true
 		case is(a, "noloop"):
-			st.noloop = true
+			o.NoLoop = true
 		case is(a, "prefix") && more:
 			j++
-			prefixes = append(prefixes, string(args[j]))
+			o.Prefixes = append(o.Prefixes, string(args[j]))
 		default:
 			c.writeError(errSyntax)
 			return
@@ -57,44 +59,51 @@ func cmdClientTracking(c *conn, args [][]byte) {
 	}
 	switch {
 	case is(args[2], "off"):
-		c.s.tracking.disable(c)
+		c.s.tracking.Off(c.track)
+		c.track, c.caching = nil, false
 		c.writeOK()
 		return
 	case !is(args[2], "on"):
 		c.writeError(errSyntax)
 		return
 	}
-	old := c.track
+	var old *tracking.Options
+	if c.track != nil {
+		cur := c.track.Options()
+		old = &cur
+	}
 	switch {
-	case !st.bcast && len(prefixes) > 0:
+	case !o.BCAST && len(o.Prefixes) > 0:
 		c.writeError("ERR PREFIX option requires BCAST mode to be enabled")
-	case old != nil && old.bcast != st.bcast:
+	case old != nil && old.BCAST != o.BCAST:
 		c.writeError("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.")
-	case st.bcast && (st.optin || st.optout):
+	case o.BCAST && (o.OptIn || o.OptOut):
 		c.writeError("ERR OPTIN and OPTOUT are not compatible with BCAST")
-	case st.optin && st.optout:
+	case o.OptIn && o.OptOut:
 		c.writeError("ERR You can't specify both OPTIN mode and OPTOUT mode")
-	case old != nil && (st.optin && old.optout || st.optout && old.optin):
+	case old != nil && (o.OptIn && old.OptOut || o.OptOut && old.OptIn):
 		c.writeError("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
 	default:
-		if st.bcast {
-			if bad := prefixCollision(old, prefixes); bad != "" {
+		if o.BCAST {
+			if bad := prefixCollision(old, o.Prefixes); bad != "" {
 				c.writeError(bad)
 				return
 			}
 		}
-		c.s.tracking.enable(c, st, prefixes)
+		c.push.broken.Store(false)
+		c.push.redirect.Store(redirect)
+		c.track = c.s.tracking.On(c, o)
 		c.writeOK()
 	}
 }
 
 // prefixCollision is Redis's checkPrefixCollisionsOrReply: two prefixes
 // of one client may not both match a key.
-func prefixCollision(old *trackState, prefixes []string) string {
+func prefixCollision(old *tracking.Options, prefixes []string) string {
 	overlap := func(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
 	for i, p := range prefixes {
 		if old != nil {
-			for _, q := range old.prefixes {
+			for _, q := range old.Prefixes {
 				if overlap(q, p) {
 					return "ERR Prefix '" + p + "' overlaps with an existing prefix '" + q +
 						"'. Prefixes for a single client must not overlap."
@@ -113,13 +122,15 @@ func prefixCollision(old *trackState, prefixes []string) string {
 
 // CLIENT CACHING YES|NO
 func cmdClientCaching(c *conn, args [][]byte) {
-	st := c.track
-	switch {
-	case st == nil:
+	if c.track == nil {
 		c.writeError("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
-	case is(args[2], "yes") && !st.optin:
+		return
+	}
+	o := c.track.Options()
+	switch {
+	case is(args[2], "yes") && !o.OptIn:
 		c.writeError("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
-	case is(args[2], "no") && !st.optout:
+	case is(args[2], "no") && !o.OptOut:
 		c.writeError("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
 	case is(args[2], "yes"), is(args[2], "no"):
 		c.caching = true
@@ -135,43 +146,40 @@ func cmdClientGetRedir(c *conn, _ [][]byte) {
 		c.writeInt(-1)
 		return
 	}
-	c.writeInt(c.track.redirect)
+	c.writeInt(c.push.redirect.Load())
 }
 
 // CLIENT TRACKINGINFO
 func cmdClientTrackingInfo(c *conn, _ [][]byte) {
-	st := c.track
 	flags := []string{"off"}
 	var redirect int64 = -1
 	var prefixes []string
-	if st != nil {
-		c.s.tracking.mu.Lock() // broken is set by senders
+	if c.track != nil {
+		o := c.track.Options()
 		flags = []string{"on"}
-		if st.bcast {
+		if o.BCAST {
 			flags = append(flags, "bcast")
 		}
-		if st.optin {
+		if o.OptIn {
 			flags = append(flags, "optin")
 			if c.caching {
 				flags = append(flags, "caching-yes")
 			}
 		}
-		if st.optout {
+		if o.OptOut {
 			flags = append(flags, "optout")
 			if c.caching {
 				flags = append(flags, "caching-no")
 			}
 		}
-		if st.noloop {
+		if o.NoLoop {
 			flags = append(flags, "noloop")
 		}
-		if st.broken {
+		if c.push.broken.Load() {
 			flags = append(flags, "broken_redirect")
 		}
-		redirect = st.redirect
-		prefixes = slices.Clone(st.prefixes)
-		c.s.tracking.mu.Unlock()
-		slices.Sort(prefixes)
+		redirect = c.push.redirect.Load()
+		prefixes = slices.Sorted(slices.Values(o.Prefixes))
 	}
 	c.writeMap(3)
 	c.writeBulkString("flags")
@@ -186,12 +194,6 @@ func cmdClientTrackingInfo(c *conn, _ [][]byte) {
 	for _, p := range prefixes {
 		c.writeBulkString(p)
 	}
-}
-
-// endTracking is a closing connection's: its tracking and subscriptions end.
-func (c *conn) endTracking() {
-	c.s.tracking.disable(c)
-	c.push.subscribed.Store(false)
 }
 
 // errPubSubContext refuses a command a RESP2 client in Pub/Sub mode sent.

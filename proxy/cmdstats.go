@@ -142,14 +142,9 @@ func (c *conn) call(cmd *command, args [][]byte) {
 		start = time.Now()
 	}
 	if c.track != nil {
-		if c.held == nil {
-			c.notWatched.Store(false)
-		}
-		c.trackRead(cmd, args)
-	}
-	cmd.fn(c, args)
-	if c.track != nil {
-		c.bounceNotWatched(cmd, args)
+		c.trackedCall(cmd, args) // CLIENT TRACKING's read hook
+	} else {
+		cmd.fn(c, args)
 	}
 	st := c.statsOf(cmd)
 	if timed {

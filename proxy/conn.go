@@ -12,7 +12,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/changes"
 	"github.com/pgcache/pgcache/route"
+	"github.com/pgcache/pgcache/tracking"
 )
 
 // Sizes of a connection's output buffer.
@@ -61,20 +63,19 @@ type conn struct {
 	readyAt time.Time // when the last wait began, with IdleTimeout set
 	probing bool      // a probeAfter deadline is armed, IdleTimeout unset
 
-	group        group     // pipelined GETs or SETs run as one backend call, see group.go
-	tx                     // MULTI's queue, WATCH's keys, an EXEC's atomic run: see cmd_multi.go
-	scripting    scriptRun // EVAL's and FCALL's: see cmd_scripting.go
-	scratch                // reused by the multi-key commands
-	rawConn                // writes that do not wait, see writeNow
-	introspect             // commandstats, CLIENT LIST, CLIENT REPLY: see cmdstats.go, cmd_client.go
-	trackScratch           // CLIENT TRACKING's reads: see tracking_sources.go
+	group      group     // pipelined GETs or SETs run as one backend call, see group.go
+	tx                   // MULTI's queue, WATCH's keys, an EXEC's atomic run: see cmd_multi.go
+	scripting  scriptRun // EVAL's and FCALL's: see cmd_scripting.go
+	scratch              // reused by the multi-key commands
+	rawConn              // writes that do not wait, see writeNow
+	introspect           // commandstats, CLIENT LIST, CLIENT REPLY: see cmdstats.go, cmd_client.go
 
-	// ctx is the server's, marked as this connection's (NOLOOP: see
-	// tracking.go), and ended when the connection closes or is killed: a
-	// script the client runs stops then.
+	// ctx is the server's, marked as this connection's writes
+	// (changes.WithWriter, for NOLOOP), and ended when the connection
+	// closes or is killed: a script the client runs stops then.
 	ctx     context.Context
 	cancel  context.CancelFunc
-	track   *trackState         // CLIENT TRACKING; nil when off
+	track   *tracking.Client    // CLIENT TRACKING; nil when off (tracking.go)
 	caching bool                // CLIENT CACHING given for the next command
 	push    pushQueue           // invalidations from other goroutines: see push.go
 	subs    map[string]struct{} // SUBSCRIBE's channels
@@ -86,7 +87,7 @@ type conn struct {
 // clients AUTH, not those already served.
 func newConn(s *Server, nc net.Conn, id int64) *conn {
 	c := &conn{s: s, nc: nc, id: id, proto: 2, authed: !s.users.Load().RESP()}
-	c.ctx, c.cancel = context.WithCancel(backends.WatchReads(context.WithValue(s.ctx, writerKey{}, c), &c.notWatched))
+	c.ctx, c.cancel = context.WithCancel(changes.WithWriter(s.ctx, id))
 	c.push.proto.Store(2)
 	c.initSeen()
 	return c
@@ -309,9 +310,7 @@ func (c *conn) batch() {
 
 func (c *conn) endBatch() {
 	c.endGroup()
-	if c.s.tracking.due.Load() { // the batch's writes, to BCAST clients
-		c.s.tracking.broadcast()
-	}
+	c.s.tracking.EndBatch() // the batch's writes, to BCAST clients
 	c.flushTally()
 	c.publish()
 	if c.release != nil {

@@ -72,7 +72,8 @@ func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 // MGET's keys span routes.
 func (c *conn) join(cmd *command, args [][]byte) bool {
 	op, keys := groupable(cmd, args)
-	if op == groupNone || c.mustAuth() || c.multi != nil || c.mute != 0 || len(c.subs) > 0 {
+	if op == groupNone || c.mustAuth() || c.multi != nil || c.mute != 0 || len(c.subs) > 0 ||
+		op == groupGet && c.tracksRead() {
 		c.endGroup()
 		return false
 	}
@@ -107,9 +108,6 @@ func (c *conn) join(cmd *command, args [][]byte) bool {
 		g.reads = append(g.reads, 0)
 	}
 	c.countCall(cmd)
-	if c.track != nil {
-		c.trackRead(cmd, args)
-	}
 	return true
 }
 
@@ -129,9 +127,6 @@ func (c *conn) endGroup() {
 	if timed {
 		start = time.Now()
 	}
-	if c.track != nil {
-		c.notWatched.Store(false)
-	}
 	switch {
 	case g.op == groupGet && len(g.reads) == 1 && g.reads[0] == 0:
 		v, ok, err := g.r.Backend.Get(c.ctx, g.keys[0])
@@ -145,9 +140,6 @@ func (c *conn) endGroup() {
 	}
 	if timed || c.errs != errs {
 		c.groupDone(g, errs, start, timed)
-	}
-	if c.track != nil && g.op == groupGet && c.notWatched.Load() {
-		c.bounceGroup(g)
 	}
 	clear(g.keys)
 	clear(g.pairs)
@@ -227,18 +219,4 @@ func (c *conn) setOne(r *route.Route, p backends.KV) {
 		return
 	}
 	c.writeOK()
-}
-
-// bounceGroup bounces the keys of a read run a backend marked as not
-// watched (bounceNotWatched), in each spelling the route answers to.
-func (c *conn) bounceGroup(g *group) {
-	keys := c.unseenKeys[:0]
-	for _, k := range g.keys {
-		for _, p := range g.r.Prefixes {
-			keys = append(keys, []byte(p+k))
-		}
-	}
-	c.s.tracking.bounce(c, keys)
-	clear(keys)
-	c.unseenKeys = keys[:0]
 }

@@ -1,13 +1,16 @@
 package proxy
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // Pushes: messages another goroutine sends a connection (an invalidation,
-// CLIENT TRACKING). The connection's goroutine alone writes its socket.
+// CLIENT TRACKING: the tracker calls a tracking client's PushKeys and
+// PushAll, as tracking.Conn). The connection's goroutine alone writes its
+// socket.
 // A sender appends the message to the connection's queue; the goroutine
 // writes the queue before each wait for the client's next request (ready,
 // deadlinePassed), after the replies of the batch it ran, so a push never
@@ -36,10 +39,92 @@ type pushQueue struct {
 	used       atomic.Bool  // a push was ever queued: until then, waits skip the lock
 	proto      atomic.Int32 // the connection's protocol, for senders
 	subscribed atomic.Bool  // to invalidateChannel (RESP2 redirection)
+	redirect   atomic.Int64 // CLIENT TRACKING REDIRECT's client id, 0 none
+	broken     atomic.Bool  // the redirect target is gone
 }
 
-// enqueue queues one message for c; it runs on the sender's goroutine.
-func (c *conn) enqueue(msg []byte) {
+// ID is tracking.Conn's: the client's id.
+func (c *conn) ID() int64 { return c.id }
+
+// PushKeys is tracking.Conn's: an invalidation of keys.
+func (c *conn) PushKeys(keys []string) bool { return c.invalidate(keys, false) }
+
+// PushAll is tracking.Conn's: an invalidation of everything, a null.
+func (c *conn) PushAll() bool { return c.invalidate(nil, true) }
+
+// invalidate queues an invalidation of keys (all: of everything) for c, on
+// c's connection or the one it redirects to, as Redis's
+// sendTrackingMessage: a RESP3 connection gets a push, a RESP2 one
+// subscribed to __redis__:invalidate a message, any other nothing. It
+// reports whether it was queued. The tracker calls it under its lock, so
+// pushes of one change reach every connection in one order.
+func (c *conn) invalidate(keys []string, all bool) bool {
+	to, redirected := c, false
+	if id := c.push.redirect.Load(); id != 0 {
+		to = c.s.connByID(id)
+		if to == nil {
+			c.push.broken.Store(true)
+			if c.push.proto.Load() == 3 {
+				c.enqueue(&pushMsg{broken: id})
+			}
+			return false
+		}
+		redirected = true
+	}
+	var m pushMsg
+	switch {
+	case to.push.proto.Load() == 3:
+		m.head = ">2\r\n$10\r\ninvalidate\r\n"
+	case redirected && to.push.subscribed.Load():
+		m.head = "*3\r\n$7\r\nmessage\r\n$20\r\n" + invalidateChannel + "\r\n"
+	default:
+		return false
+	}
+	switch {
+	case !all:
+		m.keys = keys
+	case c.push.proto.Load() == 3: // the tracking client's null, as Redis
+		m.null = "_\r\n"
+	default:
+		m.null = "$-1\r\n"
+	}
+	to.enqueue(&m)
+	return true
+}
+
+// pushMsg is one message: an invalidation (its head, then keys as an
+// array, or null), or tracking-redir-broken with the id of the client gone.
+type pushMsg struct {
+	head, null string
+	keys       []string
+	broken     int64
+}
+
+func (m *pushMsg) appendTo(b []byte) []byte {
+	if m.broken != 0 {
+		b = append(b, ">2\r\n$21\r\ntracking-redir-broken\r\n:"...)
+		b = strconv.AppendInt(b, m.broken, 10)
+		return append(b, '\r', '\n')
+	}
+	b = append(b, m.head...)
+	if m.null != "" {
+		return append(b, m.null...)
+	}
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(m.keys)), 10)
+	b = append(b, '\r', '\n')
+	for _, k := range m.keys {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(k)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, k...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+// enqueue appends m to c's queue; it runs on the sender's goroutine.
+func (c *conn) enqueue(m *pushMsg) {
 	q := &c.push
 	first := !q.used.Swap(true)
 	q.mu.Lock()
@@ -47,7 +132,7 @@ func (c *conn) enqueue(msg []byte) {
 		q.mu.Unlock()
 		return
 	}
-	q.buf = append(q.buf, msg...)
+	q.buf = m.appendTo(q.buf)
 	over := int64(len(q.buf)) > c.s.config().OutputBufferLimit
 	if over { // a client that never reads: closed, as for its replies
 		q.over, q.buf = true, nil

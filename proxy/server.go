@@ -15,9 +15,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/changes"
 	"github.com/pgcache/pgcache/internal/auth"
 	"github.com/pgcache/pgcache/route"
 	"github.com/pgcache/pgcache/script"
+	"github.com/pgcache/pgcache/tracking"
 )
 
 // Server is the RESP front: it serves clients on the listeners given to
@@ -59,7 +61,7 @@ type Server struct {
 	busy     *backends.BusyThreshold
 	infoFunc atomic.Pointer[func(context.Context) [][2]string]
 	bulkCap  atomic.Pointer[bulkCap]
-	tracking *tracker // CLIENT TRACKING: see tracking.go
+	tracking *tracking.Tracker // CLIENT TRACKING; its read hook: see tracking.go
 }
 
 // New returns a server over router's routes. metrics are the routes'
@@ -92,15 +94,14 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, busy *backend
 		busy:      busy,
 		cmdStats:  make([]cmdStats, commandCount),
 	}
-	s.tracking = newTracker(s)
-	router.OnWrite(s.tracking)
+	s.tracking = tracking.New(changes.New(router))
 	s.SetConfig(cfg)
 	s.clock.Store(s.started.UnixMilli())
 	s.base.Store(&statBase{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if reg != nil {
 		reg.MustRegister(s.stats.collectors()...)
-		reg.MustRegister(s.tracking.collectors()...)
+		reg.MustRegister(s.tracking.Collectors()...)
 	}
 	return s
 }

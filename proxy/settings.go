@@ -144,8 +144,8 @@ var settings = []setting{
 			s.setBusyThreshold(time.Duration(min(n, maxInt64/int64(time.Millisecond))) * time.Millisecond)
 		})},
 	{names: []string{"tracking-table-max-keys"},
-		get: func(s *Server) string { return strconv.Itoa(s.tracking.maxKeysNow()) },
-		set: intIn(0, maxInt64, func(s *Server, n int64) { s.tracking.setMaxKeys(int(min(n, math.MaxInt32))) })},
+		get: func(s *Server) string { return strconv.Itoa(s.tracking.MaxKeys()) },
+		set: intIn(0, maxInt64, func(s *Server, n int64) { s.tracking.SetMaxKeys(int(min(n, math.MaxInt32))) })},
 
 	// Redis's parameters for what pgcache has not, or has one way only.
 	{names: []string{"maxmemory-clients"}, get: always("0"), why: noFeature},

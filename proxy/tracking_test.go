@@ -388,7 +388,7 @@ func TestTrackingUnseenRouteBounces(t *testing.T) {
 	if got, want := readPush(t, c), ">2\r\n$10\r\ninvalidate\r\n*1\r\n$4\r\npg:k\r\n"; got != want {
 		t.Fatalf("after the read: got %q, want %q", got, want)
 	}
-	if keys, _, _ := ts.tracking.counts(); keys != 0 {
+	if keys, _, _ := ts.tracking.Counts(); keys != 0 {
 		t.Errorf("tracked keys: %d, want 0", keys)
 	}
 

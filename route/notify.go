@@ -6,10 +6,10 @@ import (
 )
 
 // Writes is told of every write through a route once it has returned:
-// the client-side caching of the RESP front (CLIENT TRACKING) hangs on it.
-// A write is reported after the backend call, never before: a reader that
-// registers its interest in a key before reading it either reads the new
-// value or is told of the write (see proxy/tracking.go).
+// the changes feed (package changes), which CLIENT TRACKING reads, hangs on
+// it. A write is reported after the backend call, never before: a reader
+// that registers its interest in a key before reading it either reads the
+// new value or is told of the write (see package tracking).
 type Writes interface {
 	// Wrote reports a write of key, as r's backend stores it. ctx is the
 	// writer's, so a front can tell its own clients' writes apart.

@@ -95,12 +95,12 @@ func (s *Store) confirmWatched(ctx context.Context, run *watchedRun) {
 	}
 	got, err := s.MGet(ctx, keys, nil)
 	if err != nil {
-		backends.ReadNotWatched(ctx)
+		s.d.cache.unwatched(s.prefix, run.keys...)
 		return
 	}
 	for i := range keys {
 		if (got[i] == nil) != (want[i] == nil) || !bytes.Equal(got[i], want[i]) {
-			backends.ReadNotWatched(ctx)
+			s.d.cache.unwatched(s.prefix, run.keys...)
 			return
 		}
 	}

@@ -75,7 +75,8 @@ type clientCache struct {
 	evictions atomic.Int64 // entries dropped to stay under maxBytes
 	dropped   atomic.Int64 // fills not stored because a write fenced them
 
-	notes subs.Set[noteSub] // CLIENT TRACKING's subscribers (notify.go)
+	notes  subs.Set[noteSub] // CLIENT TRACKING's subscribers (notify.go)
+	unseen fence.Keys        // keys of reads the server does not track (notify.go)
 
 	mu     sync.RWMutex
 	shards []*shard      // one per live connection
@@ -94,6 +95,7 @@ const (
 func newClientCache(ttl time.Duration, maxBytes int64, grace time.Duration) *clientCache {
 	c := &clientCache{ttl: ttl, maxBytes: maxBytes, grace: grace}
 	c.fences.Init(fenceBuckets)
+	c.unseen.Init(fenceBuckets)
 	return c
 }
 

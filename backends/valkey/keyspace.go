@@ -246,9 +246,7 @@ func (s *Store) copyAcross(ctx, cctx context.Context, c *client, ks, kd string, 
 
 // ExpireTime is PEXPIRETIME (Redis 7, Valkey).
 func (s *Store) ExpireTime(ctx context.Context, key string) (int64, error) {
-	if s.d.cache.listened() {
-		backends.ReadNotWatched(ctx) // uncached: see notify.go
-	}
+	s.d.cache.unwatched(s.prefix, key) // uncached: see notify.go
 	cctx, done, c, err := s.d.begin(ctx, "expiretime")
 	if err != nil {
 		return 0, err

@@ -6,6 +6,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/coherence/fence"
 )
 
 // What the client cache tells CLIENT TRACKING (backends.Notifier): the
@@ -31,12 +32,19 @@ import (
 //
 // Reads the server does not track: the refetch of a read that a write
 // of this process fenced (clientcache.go), EXISTS, TTL and EXPIRETIME,
-// which go uncached. While someone listens they are marked
-// backends.ReadNotWatched: the reader alone drops what they returned, as
-// from a backend that is not a Notifier. An atomic run reads on a
+// which go uncached. While someone listens their keys are marked
+// (backends.UnwatchedReads): a reader that asks drops what they returned,
+// as from a backend that is not a Notifier. An atomic run reads on a
 // dedicated connection (valkey-go's DoCache is itself MULTI, PTTL, GET,
 // EXEC); its keys are then read again through the client cache
 // (confirmWatched in atomic.go), and marked only if that read differs.
+//
+// The marks are fences of their own (package coherence/fence, as the own
+// writes'): a sequence per bucket of key hashes, raised by each unwatched
+// read before it returns. A reader takes the sequence before it reads and
+// compares its key's bucket after, so it never misses its own unwatched
+// read; another reader's of a key in the same bucket meanwhile costs it an
+// invalidation it did not need, never a value kept unwatched.
 
 // noteSub is one subscriber of a driver's client cache: a route's
 // reports, its keys without prefix.
@@ -97,6 +105,17 @@ func (c *clientCache) invalidated(from *shard, keys []valkey.ValkeyMessage) {
 	c.tell(ks, keys == nil, false)
 }
 
+// unwatched marks reads of keys (as the route under prefix stores them)
+// the server will not report the changes of, while someone listens.
+func (c *clientCache) unwatched(prefix string, keys ...string) {
+	if !c.listened() {
+		return
+	}
+	for _, k := range keys {
+		c.unseen.Fence(c.unseen.Hash(prefix, k))
+	}
+}
+
 // dropStored drops the stored entries of keys (nil: all of them); fills in
 // flight stay, as in Delete.
 func (s *shard) dropStored(keys []string) {
@@ -136,4 +155,24 @@ func (s *Store) Notify(fn func(backends.Outside)) (cancel func()) {
 // server is up (its reads are tracked).
 func (s *Store) Watching() bool { return s.d.cache.watching() }
 
-var _ backends.Notifier = (*Store)(nil)
+// ReadToken is backends.UnwatchedReads': taken before a read.
+func (s *Store) ReadToken() uint64 {
+	if s.d.cache == nil {
+		return 0
+	}
+	return uint64(s.d.cache.unseen.Token())
+}
+
+// Unwatched reports whether a read of key may have been served uncached
+// since tok (backends.UnwatchedReads). Without a client cache nothing is
+// watched anyway: the Store is not Watching, and its readers drop every
+// key they read.
+func (s *Store) Unwatched(key string, tok uint64) bool {
+	c := s.d.cache
+	return c != nil && !c.unseen.Valid(fence.Token(tok), c.unseen.Hash(s.prefix, key))
+}
+
+var (
+	_ backends.Notifier       = (*Store)(nil)
+	_ backends.UnwatchedReads = (*Store)(nil)
+)

@@ -1,7 +1,6 @@
 package valkey
 
 import (
-	"sync/atomic"
 	"testing"
 
 	"github.com/pgcache/pgcache/backends"
@@ -14,8 +13,8 @@ func keysAre(ks ...string) func(backends.Outside) bool { return backendtest.Keys
 
 // TestNotifyInvalidations: with a client cache, a key read through it and
 // then changed by another client is reported with the route's key; a
-// flush by another client is All; a read the server does not track (TTL)
-// is marked for its reader, not reported, and an atomic run's reads are
+// flush by another client is All; a read the server does not track (TTL,
+// EXISTS) is marked for its reader to ask, not reported, and an atomic run's reads are
 // confirmed through the client cache; the connections killed are Lost, and Watching is
 // true again once a read has reconnected. Another route of the driver
 // hears of none of the first route's keys.
@@ -45,13 +44,20 @@ func TestNotifyInvalidations(t *testing.T) {
 	}
 
 	// TTL is not tracked by the server: the read is marked for its
-	// reader, and nobody else is told.
-	var mark atomic.Bool
-	if _, err := s.TTL(backends.WatchReads(ctx, &mark), "t"); err != nil {
+	// reader to ask, and nobody is told.
+	tok := s.ReadToken()
+	if _, err := s.TTL(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
-	if !mark.Load() {
-		t.Fatal("TTL: the read was not marked as not watched")
+	if !s.Unwatched("t", tok) {
+		t.Fatal("TTL: the read was not marked as unwatched")
+	}
+	tok = s.ReadToken()
+	if _, err := s.Exists(ctx, []string{"e1", "e2"}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Unwatched("e1", tok) || !s.Unwatched("e2", tok) {
+		t.Fatal("EXISTS: the read was not marked as unwatched")
 	}
 	select {
 	case o := <-r:
@@ -61,22 +67,22 @@ func TestNotifyInvalidations(t *testing.T) {
 	// An atomic run's reads are confirmed through the client cache: not
 	// marked, and a later change is reported.
 	mustSet(t, s, "t", "t1")
-	mark.Store(false)
-	if err := s.Atomically(backends.WatchReads(ctx, &mark), []string{"t"}, func(tx backends.Backend) error {
+	tok = s.ReadToken()
+	if err := s.Atomically(ctx, []string{"t"}, func(tx backends.Backend) error {
 		_, _, err := tx.Get(ctx, "t")
 		return err
-	}); err != nil || mark.Load() {
-		t.Fatalf("an atomic run: %v, marked %v", err, mark.Load())
+	}); err != nil || s.Unwatched("t", tok) {
+		t.Fatalf("an atomic run: %v, marked %v", err, s.Unwatched("t", tok))
 	}
 	if err := b.Do(ctx, b.B().Set().Key(s.prefix+"t").Value("t2").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	r.Next(t, "SET by another client after an atomic run read", keysAre("t"))
 
-	mark.Store(false)
 	mustGet(t, s, "k") // cached: watched
-	if _, _, err := s.Get(backends.WatchReads(ctx, &mark), "k"); err != nil || mark.Load() {
-		t.Fatalf("a cached GET: %v, marked %v", err, mark.Load())
+	tok = s.ReadToken()
+	if _, _, err := s.Get(ctx, "k"); err != nil || s.Unwatched("k", tok) {
+		t.Fatalf("a cached GET: %v, marked %v", err, s.Unwatched("k", tok))
 	}
 
 	mustGet(t, s, "k")

@@ -39,7 +39,7 @@ func (s *Store) getThrough(ctx context.Context, key string) ([]byte, bool, error
 			return s.value(ctx, "get", res)
 		}
 		s.d.stats.refetches.Add(1)
-		backends.ReadNotWatched(ctx) // see notify.go
+		s.d.cache.unwatched(s.prefix, key) // see notify.go
 	}
 	return s.value(ctx, "get", c.Do(cctx, c.B().Get().Key(k).Build()))
 }
@@ -71,7 +71,7 @@ func (s *Store) mgetThrough(ctx context.Context, keys []string, dst [][]byte) ([
 			return s.appendValues(ctx, dst, msgs, err)
 		}
 		s.d.stats.refetches.Add(1)
-		backends.ReadNotWatched(ctx)
+		s.d.cache.unwatched(s.prefix, keys...)
 	}
 	msgs, err := s.mget(cctx, c, ks)
 	return s.appendValues(ctx, dst, msgs, err)
@@ -168,9 +168,7 @@ func (s *Store) appendValues(ctx context.Context, dst [][]byte, msgs []valkey.Va
 
 // Exists counts the keys that exist, a key named twice twice.
 func (s *Store) Exists(ctx context.Context, keys []string) (int64, error) {
-	if s.d.cache.listened() {
-		backends.ReadNotWatched(ctx)
-	}
+	s.d.cache.unwatched(s.prefix, keys...) // uncached: see notify.go
 	return s.countKeys(ctx, "exists", keys, func(c *client, ks ...string) valkey.Completed {
 		return c.B().Exists().Key(ks...).Build()
 	}, false)
@@ -211,9 +209,7 @@ func (s *Store) countKeys(ctx context.Context, op string, keys []string, build f
 
 // TTL returns the remaining time to live of key (PTTL).
 func (s *Store) TTL(ctx context.Context, key string) (time.Duration, error) {
-	if s.d.cache.listened() {
-		backends.ReadNotWatched(ctx)
-	}
+	s.d.cache.unwatched(s.prefix, key) // uncached: see notify.go
 	cctx, done, c, err := s.d.begin(ctx, "ttl")
 	if err != nil {
 		return 0, err

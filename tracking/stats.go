@@ -1,4 +1,4 @@
-package proxy
+package tracking
 
 import (
 	"sync/atomic"
@@ -50,16 +50,16 @@ var commitToPushBuckets = []float64{
 	1, 2, 4, 8, 16,
 }
 
-// trackStats are CLIENT TRACKING's counters, exported on /metrics. They
+// stats are CLIENT TRACKING's counters, exported on /metrics. They
 // move only when an invalidation is queued, so nothing costs while no
 // client tracks.
-type trackStats struct {
+type stats struct {
 	invalidations [numSources]atomic.Int64 // keys sent, once per client told
 	dropAll       [numSources]atomic.Int64 // "drop everything" nulls sent
 	lag           prometheus.Histogram     // a report's commit to its push queued
 }
 
-func (st *trackStats) init() {
+func (st *stats) init() {
 	st.lag = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "pgcache_tracking_commit_to_push_seconds",
 		Help:    "Time from a change's commit at its source (PostgreSQL's clock for a fence) to its invalidation queued for the tracking clients, once per report that pushed.",
@@ -67,8 +67,9 @@ func (st *trackStats) init() {
 	})
 }
 
-// collectors exports t's gauges and st's counters, read at scrape time.
-func (t *tracker) collectors() []prometheus.Collector {
+// Collectors exports the tracker's gauges and counters, read at scrape
+// time.
+func (t *Tracker) Collectors() []prometheus.Collector {
 	st := &t.stats
 	cs := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -79,7 +80,7 @@ func (t *tracker) collectors() []prometheus.Collector {
 			Name: "pgcache_tracking_keys",
 			Help: "Keys in the tracking table (bounded by tracking-table-max-keys).",
 		}, func() float64 {
-			keys, _, _ := t.counts()
+			keys, _, _ := t.Counts()
 			return float64(keys)
 		}),
 		st.lag,
