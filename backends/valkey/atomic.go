@@ -84,7 +84,7 @@ func (s *Store) confirmWatched(ctx context.Context, run *watchedRun) {
 		if run.state[i].Type != backends.TypeNone {
 			// A collection: the client cache reads strings only, so
 			// nothing makes the server track it for this process.
-			backends.ReadNotWatched(ctx)
+			s.d.cache.unwatched(s.prefix, run.keys...)
 			return
 		}
 		keys = append(keys, k)

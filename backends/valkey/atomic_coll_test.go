@@ -358,8 +358,8 @@ func TestAtomicHashWatched(t *testing.T) {
 		keys []string
 		want bool
 	}{{[]string{"str"}, false}, {[]string{"str", "h"}, true}} {
-		var notWatched atomic.Bool
-		ctx := backends.WatchReads(ctxT(t), &notWatched)
+		ctx := ctxT(t)
+		tok := s.ReadToken()
 		err := s.Atomically(ctx, tc.keys, func(tx backends.Backend) error {
 			for _, k := range tc.keys {
 				if k == "h" {
@@ -375,8 +375,8 @@ func TestAtomicHashWatched(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if notWatched.Load() != tc.want {
-			t.Errorf("run over %v: not watched = %v, want %v", tc.keys, notWatched.Load(), tc.want)
+		if got := s.Unwatched("str", tok); got != tc.want {
+			t.Errorf("run over %v: not watched = %v, want %v", tc.keys, got, tc.want)
 		}
 	}
 }

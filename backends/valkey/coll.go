@@ -111,8 +111,10 @@ func (s *Store) Do(ctx context.Context, keys []string, op backends.Op) error {
 		kind = cmdRead
 	}
 	cmd := build(c, tokens, req.KeyAt, kind)
-	if writes == backends.ReadOnly && s.d.cache.listened() {
-		backends.ReadNotWatched(ctx)
+	if writes == backends.ReadOnly {
+		// A collection read is not one the client cache tracks (it
+		// holds strings): its readers drop what it served.
+		s.d.cache.unwatched(s.prefix, keys...)
 	}
 	res := c.Do(cctx, cmd)
 	switch writes {
