@@ -61,7 +61,11 @@ func (c *conn) runColl(parse coll.Parser, args [][]byte) {
 		c.writeError(err.Error()) // a Refusal, in Redis's words
 		return
 	}
-	if c.doOne(args, op) {
+	switch {
+	case !c.doOne(args, op):
+	case c.blocks(op):
+		c.block(args, op)
+	default:
 		c.writeOp(op)
 	}
 }

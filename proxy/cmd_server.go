@@ -19,7 +19,7 @@ const redisVersion = "7.2.0"
 // PING [message]
 func cmdPing(c *conn, args [][]byte) {
 	switch {
-	case len(args) <= 2 && len(c.subs) > 0 && c.proto == 2: // Redis's Pub/Sub form
+	case len(args) <= 2 && c.proto == 2 && c.subs.any(): // Redis's Pub/Sub form
 		c.writeArray(2)
 		c.writeBulkString("pong")
 		if len(args) == 2 {

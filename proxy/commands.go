@@ -163,6 +163,7 @@ func init() {
 			{name: "kill", fn: cmdClientKill, kind: kindAdmin, arity: -3},
 			{name: "no-evict", fn: cmdClientNoEvict, kind: kindAdmin, arity: 3},
 			{name: "reply", fn: cmdClientReply, kind: kindAdmin, arity: 3},
+			{name: "unblock", fn: cmdClientUnblock, kind: kindAdmin, arity: -3},
 			// cmd_tracking.go
 			{name: "tracking", fn: cmdClientTracking, kind: kindAdmin, arity: -3},
 			{name: "caching", fn: cmdClientCaching, kind: kindAdmin, arity: 3},
@@ -173,9 +174,25 @@ func init() {
 		{name: "time", fn: cmdTime, kind: kindAdmin, arity: 1},
 
 		// cmd_tracking.go
+		{name: "lastsave", fn: cmdLastSave, kind: kindAdmin, arity: 1},
+
+		// cmd_pubsub.go
 		{name: "subscribe", fn: cmdSubscribe, kind: kindAdmin, arity: -2, inPubSub: true, noScript: true},
 		{name: "unsubscribe", fn: cmdUnsubscribe, kind: kindAdmin, arity: -1, inPubSub: true, noScript: true},
-		{name: "lastsave", fn: cmdLastSave, kind: kindAdmin, arity: 1},
+		{name: "psubscribe", fn: cmdPSubscribe, kind: kindAdmin, arity: -2, inPubSub: true, noScript: true},
+		{name: "punsubscribe", fn: cmdPUnsubscribe, kind: kindAdmin, arity: -1, inPubSub: true, noScript: true},
+		{name: "ssubscribe", fn: cmdSSubscribe, kind: kindAdmin, arity: -2, inPubSub: true, noScript: true},
+		{name: "sunsubscribe", fn: cmdSUnsubscribe, kind: kindAdmin, arity: -1, inPubSub: true, noScript: true},
+		{name: "publish", fn: cmdPublish, kind: kindAdmin, arity: 3},
+		{name: "spublish", fn: cmdSPublish, kind: kindAdmin, arity: 3},
+		{name: "pubsub", kind: kindAdmin, arity: -2, subs: []spec{
+			{name: "channels", fn: cmdPubSubChannels, kind: kindAdmin, arity: -2},
+			{name: "numsub", fn: cmdPubSubNumSub, kind: kindAdmin, arity: -2},
+			{name: "numpat", fn: cmdPubSubNumPat, kind: kindAdmin, arity: 2},
+			{name: "shardchannels", fn: cmdPubSubShardChannels, kind: kindAdmin, arity: -2},
+			{name: "shardnumsub", fn: cmdPubSubShardNumSub, kind: kindAdmin, arity: -2},
+			{name: "help", fn: cmdPubSubHelp, kind: kindAdmin, arity: 2},
+		}},
 
 		// cmd_config.go
 		{name: "config", kind: kindAdmin, arity: -2, noScript: true, subs: []spec{

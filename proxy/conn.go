@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -75,11 +76,12 @@ type conn struct {
 	// closes or is killed: a script the client runs stops then.
 	ctx     context.Context
 	cancel  context.CancelFunc
-	track   *tracking.Client    // CLIENT TRACKING; nil when off (tracking.go)
-	caching bool                // CLIENT CACHING given for the next command
-	push    pushQueue           // invalidations from other goroutines: see push.go
-	subs    map[string]struct{} // SUBSCRIBE's channels
-	probeAt time.Time           // when an armed probe fires
+	track   *tracking.Client          // CLIENT TRACKING; nil when off (tracking.go)
+	caching bool                      // CLIENT CACHING given for the next command
+	push    pushQueue                 // invalidations from other goroutines: see push.go
+	subs    subscriptions             // SUBSCRIBE's channels and the others: see cmd_pubsub.go
+	unblock atomic.Pointer[chan bool] // while a command is blocked: CLIENT UNBLOCK's way in (blocking.go)
+	probeAt time.Time                 // when an armed probe fires
 }
 
 // newConn returns a client. As in Redis, a client that connects while auth
@@ -121,6 +123,7 @@ func (c *conn) serve() {
 	defer c.s.forget(c)
 	defer c.unwatchAll()
 	defer c.endTracking()
+	defer c.endSubscriptions()
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.stats.Panics.Add(1)
@@ -347,7 +350,7 @@ func (c *conn) exec(cmd *command, args [][]byte) {
 		c.refuse(errNoAuth)
 		return
 	}
-	if len(c.subs) > 0 && c.proto == 2 && !cmd.inPubSub {
+	if c.proto == 2 && !cmd.inPubSub && c.subs.any() {
 		c.refuse(errPubSubContext(cmd))
 		return
 	}

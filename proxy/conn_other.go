@@ -14,3 +14,7 @@ func (c *conn) writeNow(p []byte) (int, error) { return c.writeWaiting(p) }
 func (c *conn) nonBlocking() bool { return false }
 
 func (c *conn) run() error { return c.runConn() }
+
+// peerGone: without a descriptor to peek, a blocked client is let go by
+// its timeout, CLIENT KILL or shutdown.
+func (c *conn) peerGone() bool { return false }

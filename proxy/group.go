@@ -72,7 +72,7 @@ func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 // MGET's keys span routes.
 func (c *conn) join(cmd *command, args [][]byte) bool {
 	op, keys := groupable(cmd, args)
-	if op == groupNone || c.mustAuth() || c.multi != nil || c.mute != 0 || len(c.subs) > 0 ||
+	if op == groupNone || c.mustAuth() || c.multi != nil || c.mute != 0 || c.subs.any() ||
 		op == groupGet && c.tracksRead() {
 		c.endGroup()
 		return false

@@ -5,12 +5,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgcache/pgcache/pubsub"
 )
 
 // Pushes: messages another goroutine sends a connection (an invalidation,
 // CLIENT TRACKING: the tracker calls a tracking client's PushKeys and
-// PushAll, as tracking.Conn). The connection's goroutine alone writes its
-// socket.
+// PushAll, as tracking.Conn; a Pub/Sub message: the broker calls Deliver,
+// cmd_pubsub.go). The connection's goroutine alone writes its socket.
 // A sender appends the message to the connection's queue; the goroutine
 // writes the queue before each wait for the client's next request (ready,
 // deadlinePassed), after the replies of the batch it ran, so a push never
@@ -35,6 +37,8 @@ type pushQueue struct {
 	buf     []byte
 	waiting bool // the goroutine waits for input with the queue empty
 	over    bool // the queue passed the output limit: the connection is closed
+
+	softSince  time.Time    // when the queue last went past the pubsub soft limit, zero: below it
 
 	used       atomic.Bool  // a push was ever queued: until then, waits skip the lock
 	proto      atomic.Int32 // the connection's protocol, for senders
@@ -93,14 +97,19 @@ func (c *conn) invalidate(keys []string, all bool) bool {
 }
 
 // pushMsg is one message: an invalidation (its head, then keys as an
-// array, or null), or tracking-redir-broken with the id of the client gone.
+// array, or null), tracking-redir-broken with the id of the client gone,
+// or a Pub/Sub message.
 type pushMsg struct {
 	head, null string
 	keys       []string
 	broken     int64
+	pub        *pubsub.Message
 }
 
-func (m *pushMsg) appendTo(b []byte) []byte {
+func (m *pushMsg) appendTo(b []byte, proto int32) []byte {
+	if m.pub != nil {
+		return appendMessage(b, proto, m.pub)
+	}
 	if m.broken != 0 {
 		b = append(b, ">2\r\n$21\r\ntracking-redir-broken\r\n:"...)
 		b = strconv.AppendInt(b, m.broken, 10)
@@ -132,8 +141,13 @@ func (c *conn) enqueue(m *pushMsg) {
 		q.mu.Unlock()
 		return
 	}
-	q.buf = m.appendTo(q.buf)
-	over := int64(len(q.buf)) > c.s.config().OutputBufferLimit
+	q.buf = m.appendTo(q.buf, q.proto.Load())
+	var over bool
+	if m.pub != nil {
+		over = q.pubOver(c.s.pubLimit.Load())
+	} else {
+		over = int64(len(q.buf)) > c.s.config().OutputBufferLimit
+	}
 	if over { // a client that never reads: closed, as for its replies
 		q.over, q.buf = true, nil
 	}
@@ -147,6 +161,25 @@ func (c *conn) enqueue(m *pushMsg) {
 	case wake:
 		c.nc.SetReadDeadline(time.Unix(1, 0))
 	}
+}
+
+// pubOver reports whether the queue, holding a Pub/Sub message just added,
+// is over l: past its hard limit, or past its soft one for longer than
+// allowed. It runs under q.mu.
+func (q *pushQueue) pubOver(l *pubLimit) bool {
+	n := int64(len(q.buf))
+	if l.hard > 0 && n > l.hard {
+		return true
+	}
+	if l.soft <= 0 || n <= l.soft {
+		q.softSince = time.Time{}
+		return false
+	}
+	now := time.Now()
+	if q.softSince.IsZero() {
+		q.softSince = now
+	}
+	return now.Sub(q.softSince) > l.softFor
 }
 
 // flushPushes writes the queued pushes, and marks the goroutine waiting
@@ -164,6 +197,7 @@ func (c *conn) flushPushes() error {
 			return nil
 		}
 		c.out = append(c.out, q.buf...)
+		q.softSince = time.Time{}
 		if cap(q.buf) > maxIdleOut {
 			q.buf = nil
 		} else {

@@ -17,6 +17,7 @@ import (
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/changes"
 	"github.com/pgcache/pgcache/internal/auth"
+	"github.com/pgcache/pgcache/pubsub"
 	"github.com/pgcache/pgcache/route"
 	"github.com/pgcache/pgcache/script"
 	"github.com/pgcache/pgcache/tracking"
@@ -62,7 +63,15 @@ type Server struct {
 	infoFunc atomic.Pointer[func(context.Context) [][2]string]
 	bulkCap  atomic.Pointer[bulkCap]
 	tracking *tracking.Tracker // CLIENT TRACKING; its read hook: see tracking.go
+	changes  *changes.Feed     // writes and backends' reports: tracking's, and blocked clients' (blocking.go)
+	waiters  *waiters          // blocked clients: see blocking.go
+	pubsub   *pubsub.Broker    // Publish/Subscribe: see cmd_pubsub.go
+	pubLimit atomic.Pointer[pubLimit]
 }
+
+// PubSub is the server's Publish/Subscribe broker, to which the server
+// attaches the transport to the other instances.
+func (s *Server) PubSub() *pubsub.Broker { return s.pubsub }
 
 // New returns a server over router's routes. metrics are the routes'
 // metrics (INFO's keyspace_hits and keyspace_misses come from them; nil
@@ -94,7 +103,11 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, busy *backend
 		busy:      busy,
 		cmdStats:  make([]cmdStats, commandCount),
 	}
-	s.tracking = tracking.New(changes.New(router))
+	s.changes = changes.New(router)
+	s.tracking = tracking.New(s.changes)
+	s.waiters = newWaiters(s.changes)
+	s.pubsub = pubsub.New()
+	s.pubLimit.Store(&defaultPubLimit)
 	s.SetConfig(cfg)
 	s.clock.Store(s.started.UnixMilli())
 	s.base.Store(&statBase{})
