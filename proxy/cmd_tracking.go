@@ -200,4 +200,3 @@ func cmdClientTrackingInfo(c *conn, _ [][]byte) {
 func errPubSubContext(cmd *command) string {
 	return "ERR Can't execute '" + cmd.name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
 }
-

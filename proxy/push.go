@@ -38,7 +38,7 @@ type pushQueue struct {
 	waiting bool // the goroutine waits for input with the queue empty
 	over    bool // the queue passed the output limit: the connection is closed
 
-	softSince  time.Time    // when the queue last went past the pubsub soft limit, zero: below it
+	softSince time.Time // when the queue last went past the pubsub soft limit, zero: below it
 
 	used       atomic.Bool  // a push was ever queued: until then, waits skip the lock
 	proto      atomic.Int32 // the connection's protocol, for senders
