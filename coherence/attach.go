@@ -220,9 +220,30 @@ func AttachUsing(ctx context.Context, db Querier, table string, want TriggerFunc
 	if err != nil {
 		return "", err
 	}
+	return attach(ctx, db, schema, name, schema+"."+name, cols, want)
+}
+
+// AttachItems installs the fence triggers on a kv table's items table
+// (the members of its collections): a write of an item fences its
+// collection, the key in the kv table, as a write of the key's row does.
+func AttachItems(ctx context.Context, db Querier, items, kv string, want TriggerFunc) (TriggerFunc, error) {
+	schema, name, err := resolve(ctx, db, items)
+	if err != nil {
+		return "", err
+	}
+	kvSchema, kvName, err := resolve(ctx, db, kv)
+	if err != nil {
+		return "", err
+	}
+	return attach(ctx, db, schema, name, kvSchema+"."+kvName, []string{"key"}, want)
+}
+
+// attach installs the fence functions and triggers on schema.name, whose
+// writes fence the keys cols hold in the table fences name fenceAs.
+func attach(ctx context.Context, db Querier, schema, name, fenceAs string, cols []string, want TriggerFunc) (TriggerFunc, error) {
 	qualified := pgx.Identifier{schema, name}.Sanitize()
 	fn := Schema + "." + functionPrefix(schema, name)
-	tbl := quoteLiteral(schema + "." + name)
+	tbl := quoteLiteral(fenceAs)
 	tx, err := begin(ctx, db, setupSQL, strings.NewReplacer(
 		"{fn}", fn,
 		"{tbl}", tbl,

@@ -57,6 +57,12 @@ type preparer interface {
 	Prepare(ctx context.Context) error
 }
 
+// itemsTabled is a kv table whose collections' members are rows of
+// another table (PostgreSQL's items table), fenced in the kv table's name.
+type itemsTabled interface {
+	ItemsTable() string
+}
+
 // AddRoute is AddTier for route, whose backend b is a fenced PostgreSQL
 // table, with the preparation mode asks for.
 func (c *Coordinator) AddRoute(ctx context.Context, route string, b backends.Backend, opts L1, mode AttachMode) (*Tier, error) {
@@ -74,7 +80,15 @@ func (c *Coordinator) AddRoute(ctx context.Context, route string, b backends.Bac
 					return fmt.Errorf("route %s: %w", route, err)
 				}
 			}
-			return c.attachLogged(ctx, table)
+			if err := c.attachLogged(ctx, table); err != nil {
+				return err
+			}
+			if it, ok := backends.As[itemsTabled](b); ok {
+				if _, err := AttachItems(ctx, c.pool, it.ItemsTable(), table, TriggerAuto); err != nil {
+					return fmt.Errorf("route %s: items of %s: %w", route, table, err)
+				}
+			}
+			return nil
 		}
 	case AttachAuto:
 		prepare = func(ctx context.Context) error { return c.attachLogged(ctx, table) }

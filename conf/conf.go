@@ -34,6 +34,21 @@ type Config struct {
 	// Insecure lets pgcache listen on an address other than loopback with
 	// auth off. Default false: such a config is refused.
 	Insecure bool `koanf:"insecure" json:"insecure"`
+	// PubSub carries PUBLISH between the pgcache instances that share a
+	// backend. Off by default: messages reach this process's subscribers.
+	PubSub PubSub `koanf:"pubsub" json:"pubsub"`
+}
+
+// PubSub names the backend Publish/Subscribe messages travel through to
+// the other pgcache instances: a postgres one (LISTEN/NOTIFY) or a valkey
+// one (Valkey's own Pub/Sub).
+type PubSub struct {
+	// Backend is the name of a postgres or valkey backend; "" keeps
+	// messages in this process. Default "".
+	Backend string `koanf:"backend" json:"backend,omitempty"`
+	// Prefix starts the Valkey channels the messages travel on. Default
+	// "pgcache:pubsub:".
+	Prefix string `koanf:"prefix" json:"prefix,omitempty"`
 }
 
 // Listen are the listen addresses.

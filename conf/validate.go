@@ -64,6 +64,14 @@ func (c *Config) Validate() error {
 	c.validateSecurity(&errs)
 	c.validateBackends(&errs)
 	c.validateRoutes(&errs)
+	if b := c.PubSub.Backend; b != "" {
+		switch typ, _ := c.Backends[b]["type"].(string); {
+		case c.Backends[b] == nil:
+			errs.add("pubsub.backend", "%q is not a configured backend", b)
+		case typ != "postgres" && typ != "valkey":
+			errs.add("pubsub.backend", "%q is a %s backend: messages travel through a postgres or valkey one", b, typ)
+		}
+	}
 	if len(errs) > 0 {
 		return errs
 	}

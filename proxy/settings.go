@@ -136,6 +136,9 @@ var settings = []setting{
 	{path: "tls.client_ca_file", reload: reloads},
 	{path: "tls.fronts", reload: restart},
 	{path: "insecure", reload: reloads},
+	// The transport between instances is made at start (server.New).
+	{path: "pubsub.backend", reload: restart},
+	{path: "pubsub.prefix", reload: restart},
 
 	// CONFIG parameters of the running server only: a reload keeps them.
 	{names: []string{"busy-reply-threshold", "lua-time-limit"},

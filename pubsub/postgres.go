@@ -39,6 +39,7 @@ const maxNotify = 7900
 // make durable, and is delivered at commit.
 type Postgres struct {
 	pool   *pgxpool.Pool
+	owned  bool // pool is the transport's: Close closes it
 	origin string
 	seq    atomic.Uint64
 }
@@ -182,6 +183,26 @@ func parseNotify(s string) (f notifyFields, ok bool) {
 	return f, true
 }
 
-func (p *Postgres) Close() error { return nil }
+// DialPostgres returns a transport with a pool of its own, made with cfg
+// (which it may change: at most two connections), closed with it.
+func DialPostgres(cfg *pgxpool.Config) (*Postgres, error) {
+	cfg.MaxConns, cfg.MinConns = 2, 0
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := NewPostgres(pool)
+	p.owned = true
+	return p, nil
+}
+
+// Close closes the pool the transport made (one it was given is its
+// owner's).
+func (p *Postgres) Close() error {
+	if p.owned {
+		p.pool.Close()
+	}
+	return nil
+}
 
 var _ Transport = (*Postgres)(nil)

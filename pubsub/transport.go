@@ -30,6 +30,14 @@ type Transport interface {
 	Close() error
 }
 
+// Carrier is a backend driver that can carry messages between instances:
+// PostgreSQL's and Valkey's. The transport it makes has connections of its
+// own, closed with it, so it outlives a reload that replaces the driver.
+// prefix names Valkey's channels ("": DefaultValkeyPrefix).
+type Carrier interface {
+	PubSubTransport(prefix string) (Transport, error)
+}
+
 // Bounds of the queue of messages waiting to go to the other instances:
 // past either, a message is dropped (and counted), so a transport that is
 // slow or down costs a publisher nothing but the messages.

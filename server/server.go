@@ -8,6 +8,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/pgcache/pgcache/httpapi"
 	"github.com/pgcache/pgcache/internal/certs"
 	"github.com/pgcache/pgcache/proxy"
+	"github.com/pgcache/pgcache/pubsub"
 	"github.com/pgcache/pgcache/route"
 )
 
@@ -87,6 +89,10 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 
 	users := newUsers(cfg)
 	s.resp = proxy.New(s.router, s.metrics, respConfig(cfg), s.busy, log.Named("resp"), s.reg)
+	if err := s.attachPubSub(cfg, g); err != nil {
+		g.close(log)
+		return nil, err
+	}
 	s.resp.SetInfoFunc(s.info)
 	s.resp.SetUsers(users)
 	s.data = httpapi.NewData(s.router, httpapi.ConfigOf(cfg.HTTP), log.Named("http"), s.reg)
@@ -100,6 +106,25 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 	}, log.Named("admin"))
 	s.admin.SetUsers(users)
 	return s, nil
+}
+
+// attachPubSub connects the RESP front's Publish/Subscribe to the other
+// instances through the backend pubsub.backend names, if any.
+func (s *Server) attachPubSub(cfg *conf.Config, g *generation) error {
+	name := cfg.PubSub.Backend
+	if name == "" {
+		return nil
+	}
+	c, ok := g.drivers[name].(pubsub.Carrier)
+	if !ok {
+		return fmt.Errorf("pubsub.backend: %q cannot carry messages between instances", name)
+	}
+	t, err := c.PubSubTransport(cfg.PubSub.Prefix)
+	if err != nil {
+		return fmt.Errorf("pubsub.backend: %q: %w", name, err)
+	}
+	s.resp.PubSub().Attach(t, s.log.Named("pubsub"))
+	return nil
 }
 
 // respConfig is the RESP front's part of cfg.
@@ -166,6 +191,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	s.serving.Wait()
+	if err := s.resp.PubSub().Close(); err != nil {
+		errs = append(errs, err)
+	}
 	s.close()
 	return errors.Join(errs...)
 }

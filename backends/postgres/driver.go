@@ -24,6 +24,7 @@ import (
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/deadline"
 	"github.com/pgcache/pgcache/internal/decode"
+	"github.com/pgcache/pgcache/pubsub"
 )
 
 // TypeName is the `type:` of this backend in the config.
@@ -275,3 +276,12 @@ var (
 	_ backends.InfoSection = (*Driver)(nil)
 	_ backends.RouteCheck  = checkRoutes
 )
+
+// PubSubTransport carries Publish/Subscribe messages between the pgcache
+// instances that share this database (pubsub.Carrier), over a pool of its
+// own.
+func (d *Driver) PubSubTransport(string) (pubsub.Transport, error) {
+	return pubsub.DialPostgres(d.pool.Config().Copy())
+}
+
+var _ pubsub.Carrier = (*Driver)(nil)

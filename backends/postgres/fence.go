@@ -41,6 +41,13 @@ func (s *KV) FenceKey(key string) (string, error) {
 	return key, nil
 }
 
+// ItemsTable names the table of the members of the route's collections,
+// whose fence triggers publish in FenceTable's name.
+func (s *KV) ItemsTable() string {
+	t := itemsTable(s.table)
+	return t.schema + "." + t.name
+}
+
 // Prepare creates or checks the route's table now.
 func (s *KV) Prepare(ctx context.Context) error { return s.setup.ensure(ctx) }
 

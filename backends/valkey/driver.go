@@ -13,6 +13,7 @@ import (
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/deadline"
 	"github.com/pgcache/pgcache/internal/decode"
+	"github.com/pgcache/pgcache/pubsub"
 )
 
 // Connecting in the background: the first attempt at once, then with a
@@ -258,3 +259,17 @@ var (
 	_ backends.Collector   = (*Driver)(nil)
 	_ backends.RouteCheck  = checkRoutes
 )
+
+// PubSubTransport carries Publish/Subscribe messages between the pgcache
+// instances that share this Valkey (pubsub.Carrier), over a client of its
+// own, on channels under prefix.
+func (d *Driver) PubSubTransport(prefix string) (pubsub.Transport, error) {
+	opt, err := d.opts.clientOption()
+	if err != nil {
+		return nil, err
+	}
+	opt.DisableCache = true
+	return pubsub.DialValkey(opt, prefix), nil
+}
+
+var _ pubsub.Carrier = (*Driver)(nil)
