@@ -33,3 +33,47 @@ func (b *BusyThreshold) Load() time.Duration {
 
 // Store sets the threshold; it applies to the waits under way too.
 func (b *BusyThreshold) Store(d time.Duration) { b.ns.Store(int64(d)) }
+
+// EncodingLimits are Redis's encoding thresholds (hash-max-listpack-entries
+// and the others): what OBJECT ENCODING reports for a collection, and the
+// order a small set of integers is answered in. Package coll reads them
+// (coll.Limits); DefaultEncodings are Redis 7.0's.
+type EncodingLimits struct {
+	HashMaxListpackEntries int64 // 512
+	HashMaxListpackValue   int64 // 64 bytes, of a field or a value
+	SetMaxIntsetEntries    int64 // 512
+	ZSetMaxListpackEntries int64 // 128
+	ZSetMaxListpackValue   int64 // 64 bytes, of a member
+	ListMaxListpackSize    int64 // -2 (8 KiB a node): reported, no effect here
+	ListCompressDepth      int64 // 0: reported, no effect here
+}
+
+// DefaultEncodings are Redis 7.0's defaults.
+var DefaultEncodings = EncodingLimits{
+	HashMaxListpackEntries: 512,
+	HashMaxListpackValue:   64,
+	SetMaxIntsetEntries:    512,
+	ZSetMaxListpackEntries: 128,
+	ZSetMaxListpackValue:   64,
+	ListMaxListpackSize:    -2,
+	ListCompressDepth:      0,
+}
+
+// Encodings are one pgcache's thresholds, as BusyThreshold is its busy
+// threshold: the server makes them, hands them to every driver it builds
+// (Env), and CONFIG SET replaces them.
+type Encodings struct{ p atomic.Pointer[EncodingLimits] }
+
+// Load returns the thresholds; a nil Encodings, or one never set, is
+// DefaultEncodings.
+func (e *Encodings) Load() *EncodingLimits {
+	if e != nil {
+		if l := e.p.Load(); l != nil {
+			return l
+		}
+	}
+	return &DefaultEncodings
+}
+
+// Store replaces the thresholds.
+func (e *Encodings) Store(l EncodingLimits) { e.p.Store(&l) }

@@ -46,6 +46,9 @@ type Env struct {
 	// Busy is the server's busy-reply-threshold, for a driver whose stores
 	// make a request wait for an atomic run (memory). nil: Redis's default.
 	Busy *BusyThreshold
+	// Encodings are the server's encoding thresholds, for a driver whose
+	// stores report OBJECT ENCODING (memory). nil: Redis's defaults.
+	Encodings *Encodings
 }
 
 var (

@@ -172,6 +172,7 @@ func (c *conn) block(args [][]byte, op coll.Command) {
 		}
 		if !c.blocks(op) {
 			c.s.waiters.done(wt)
+			c.collEvents(args, op)
 			c.writeOp(op)
 			return
 		}

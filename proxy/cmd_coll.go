@@ -66,6 +66,7 @@ func (c *conn) runColl(parse coll.Parser, args [][]byte) {
 	case c.blocks(op):
 		c.block(args, op)
 	default:
+		c.collEvents(args, op)
 		c.writeOp(op)
 	}
 }

@@ -14,6 +14,11 @@ import (
 // UNLINK key [key ...] (the same here: no backend frees memory lazily)
 func cmdDel(c *conn, args [][]byte) {
 	if n, ok := c.count(args[1:], backends.Backend.Del); ok {
+		if n > 0 { // which keys were there, the stores do not say: each named
+			for _, k := range args[1:] {
+				c.keyEvent(notifyGeneric, "del", k)
+			}
+		}
 		c.writeInt(n)
 	}
 }
@@ -86,6 +91,9 @@ func expire(c *conn, args [][]byte, msPerUnit int64, name string, abs bool) {
 		t = atTTL(max(when, 0)) // any past time deletes; 1970 is one time.Time holds
 	}
 	changed, err := backends.DoExpire(c.ctx, r.Backend, k, t, cond)
+	if changed {
+		c.keyEvent(notifyGeneric, "expire", args[1])
+	}
 	c.writeBool(r, changed, err)
 }
 
@@ -161,6 +169,9 @@ func cmdPersist(c *conn, args [][]byte) {
 		return
 	}
 	changed, err := backends.DoExpire(c.ctx, r.Backend, k, backends.TTL{Mode: backends.TTLNone}, backends.ExpireAlways)
+	if changed {
+		c.keyEvent(notifyGeneric, "persist", args[1])
+	}
 	c.writeBool(r, changed, err)
 }
 

@@ -68,6 +68,12 @@ func (c *conn) set(key, val []byte, opts backends.SetOptions, asInt bool) {
 		return
 	}
 	res, err := r.Backend.Set(c.ctx, k, val, opts)
+	if err == nil && res.Stored {
+		c.keyEvent(notifyString, "set", key)
+		if opts.TTL.Mode == backends.TTLRelative || opts.TTL.Mode == backends.TTLAt {
+			c.keyEvent(notifyGeneric, "expire", key)
+		}
+	}
 	switch {
 	case err != nil:
 		c.backendErr(r, err)
@@ -174,6 +180,9 @@ func cmdMSet(c *conn, args [][]byte) {
 		return
 	}
 	if c.mset(args[1:]) {
+		for i := 1; i < len(args); i += 2 {
+			c.keyEvent(notifyString, "set", args[i])
+		}
 		c.writeOK()
 	}
 }
@@ -217,6 +226,7 @@ func (c *conn) incr(key []byte, delta int64) {
 		c.backendErr(r, err)
 		return
 	}
+	c.keyEvent(notifyString, "incrby", key)
 	c.writeInt(n)
 }
 
@@ -247,6 +257,7 @@ func cmdAppend(c *conn, args [][]byte) {
 	}
 	u := &backends.Append{Suffix: args[2], Max: c.maxValue(r)}
 	if c.update(r, k, u) {
+		c.keyEvent(notifyString, "append", args[1])
 		c.writeInt(u.Length)
 	}
 }

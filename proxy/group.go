@@ -73,7 +73,7 @@ func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 func (c *conn) join(cmd *command, args [][]byte) bool {
 	op, keys := groupable(cmd, args)
 	if op == groupNone || c.mustAuth() || c.multi != nil || c.mute != 0 || c.subs.any() ||
-		op == groupGet && c.tracksRead() {
+		op == groupGet && c.tracksRead() || op == groupSet && c.s.notify.Load() != 0 { // SET's own handler sends its event
 		c.endGroup()
 		return false
 	}

@@ -80,7 +80,7 @@ func startServerWith(t testing.TB, cfg Config, edit func(*route.Route)) *testSer
 	if tt, ok := t.(*testing.T); ok {
 		log = zaptest.NewLogger(tt, zaptest.Level(zap.WarnLevel))
 	}
-	srv := New(router, m, overDefaults(cfg), busy, log, reg)
+	srv := New(router, m, overDefaults(cfg), backends.Env{Busy: busy}, log, reg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)

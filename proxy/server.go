@@ -60,6 +60,7 @@ type Server struct {
 
 	scripts  *script.Engine // EVAL, FUNCTION: see cmd_scripting.go
 	busy     *backends.BusyThreshold
+	enc      *backends.Encodings // OBJECT ENCODING's thresholds: see settings.go
 	infoFunc atomic.Pointer[func(context.Context) [][2]string]
 	bulkCap  atomic.Pointer[bulkCap]
 	tracking *tracking.Tracker // CLIENT TRACKING; its read hook: see tracking.go
@@ -67,6 +68,7 @@ type Server struct {
 	waiters  *waiters          // blocked clients: see blocking.go
 	pubsub   *pubsub.Broker    // Publish/Subscribe: see cmd_pubsub.go
 	pubLimit atomic.Pointer[pubLimit]
+	notify   atomic.Uint32 // notify-keyspace-events: see keyevents.go
 }
 
 // PubSub is the server's Publish/Subscribe broker, to which the server
@@ -80,15 +82,20 @@ func (s *Server) PubSub() *pubsub.Broker { return s.pubsub }
 // changes; nil: one of the server's own. log is used as given, so name it
 // for the component (nil logs nothing). When reg is not nil the server's
 // Stats are registered on it.
-func New(router *route.Router, metrics *route.Metrics, cfg Config, busy *backends.BusyThreshold, log *zap.Logger, reg prometheus.Registerer) *Server {
+func New(router *route.Router, metrics *route.Metrics, cfg Config, env backends.Env, log *zap.Logger, reg prometheus.Registerer) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	if metrics == nil {
 		metrics = route.NewMetrics(nil)
 	}
+	busy := env.Busy
 	if busy == nil {
 		busy = backends.NewBusyThreshold(backends.DefaultBusyThreshold)
+	}
+	enc := env.Encodings
+	if enc == nil {
+		enc = new(backends.Encodings)
 	}
 	s := &Server{
 		router:    router,
@@ -101,11 +108,13 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, busy *backend
 		byID:      map[int64]*conn{},
 		scripts:   newScripts(log, busy.Load()),
 		busy:      busy,
+		enc:       enc,
 		cmdStats:  make([]cmdStats, commandCount),
 	}
 	s.changes = changes.New(router)
 	s.tracking = tracking.New(s.changes)
 	s.waiters = newWaiters(s.changes)
+	s.changes.Subscribe(expiries{s})
 	s.pubsub = pubsub.New()
 	s.pubLimit.Store(&defaultPubLimit)
 	s.SetConfig(cfg)

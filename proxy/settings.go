@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"github.com/pgcache/pgcache/backends/coll"
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pgcache/pgcache/conf"
@@ -101,9 +103,7 @@ var settings = []setting{
 		get: func(s *Server) string { return strconv.FormatInt(s.config().MaxQueryBytes, 10) },
 		set: memIn(1<<20, maxInt64, inConfig(func(c *Config, n int64) { c.MaxQueryBytes = n }))},
 	{path: "resp.output_buffer_limit", reload: reloads, names: []string{"client-output-buffer-limit"},
-		get: func(s *Server) string {
-			return "normal " + strconv.FormatInt(s.config().OutputBufferLimit, 10) + " 0 0 slave 0 0 0 pubsub 0 0 0"
-		}, why: fromFile},
+		get: (*Server).outputLimits, set: &setter{check: checkOutputLimits, apply: (*Server).setOutputLimits}},
 	{path: "resp.idle_timeout", reload: reloads, names: []string{"timeout"},
 		get: func(s *Server) string { return strconv.FormatInt(int64(s.config().IdleTimeout/time.Second), 10) },
 		set: intIn(0, 1<<31-1, inConfig(func(c *Config, n int64) { c.IdleTimeout = time.Duration(n) * time.Second }))},
@@ -159,7 +159,25 @@ var settings = []setting{
 	{names: []string{"save"}, get: always(""), why: noFeature},
 	{names: []string{"appendonly"}, get: always("no"), why: noFeature},
 	{names: []string{"replicaof", "slaveof"}, get: always(""), why: noFeature},
-	{names: []string{"notify-keyspace-events"}, get: always(""), why: noFeature},
+	{names: []string{"notify-keyspace-events"}, get: func(s *Server) string { return formatNotifyFlags(s.notify.Load()) },
+		set: &setter{
+			check: func(v string) string {
+				if _, ok := parseNotifyFlags(v); !ok {
+					return "Invalid event class character. Use 'Ag$lshzxeKEtmd'."
+				}
+				return ""
+			},
+			apply: func(s *Server, v string) { f, _ := parseNotifyFlags(v); s.notify.Store(f) },
+		}},
+	// The encodings OBJECT ENCODING reports (the memory route's stores
+	// read them; package coll).
+	encoding([]string{"hash-max-listpack-entries", "hash-max-ziplist-entries"}, func(l *coll.Limits) *int64 { return &l.HashMaxListpackEntries }),
+	encoding([]string{"hash-max-listpack-value", "hash-max-ziplist-value"}, func(l *coll.Limits) *int64 { return &l.HashMaxListpackValue }),
+	encoding([]string{"set-max-intset-entries"}, func(l *coll.Limits) *int64 { return &l.SetMaxIntsetEntries }),
+	encoding([]string{"zset-max-listpack-entries", "zset-max-ziplist-entries"}, func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackEntries }),
+	encoding([]string{"zset-max-listpack-value", "zset-max-ziplist-value"}, func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackValue }),
+	encoding([]string{"list-max-listpack-size", "list-max-ziplist-size"}, func(l *coll.Limits) *int64 { return &l.ListMaxListpackSize }),
+	encoding([]string{"list-compress-depth"}, func(l *coll.Limits) *int64 { return &l.ListCompressDepth }),
 	{names: []string{"dir"}, get: workingDir, why: noFeature},
 }
 
@@ -280,5 +298,66 @@ func inConfig(field func(c *Config, n int64)) func(*Server, int64) {
 		cfg := *s.config()
 		field(&cfg, n)
 		s.SetConfig(cfg)
+	}
+}
+
+// encoding is the row of an encoding threshold (backends.Encodings): any
+// integer, as Redis takes them.
+func encoding(names []string, field func(l *coll.Limits) *int64) setting {
+	return setting{names: names,
+		get: func(s *Server) string { return strconv.FormatInt(*field(s.enc.Load()), 10) },
+		set: intIn(math.MinInt64, maxInt64, func(s *Server, n int64) {
+			l := *s.enc.Load()
+			*field(&l) = n
+			s.enc.Store(l)
+		})}
+}
+
+// outputLimits is client-output-buffer-limit as Redis answers it: the
+// normal class's hard limit is resp.output_buffer_limit; pubsub's are the
+// server's (pubLimit).
+func (s *Server) outputLimits() string {
+	p := s.pubLimit.Load()
+	return "normal " + strconv.FormatInt(s.config().OutputBufferLimit, 10) + " 0 0 slave 0 0 0 pubsub " +
+		strconv.FormatInt(p.hard, 10) + " " + strconv.FormatInt(p.soft, 10) + " " +
+		strconv.FormatInt(int64(p.softFor/time.Second), 10)
+}
+
+// parseOutputLimits reads client-output-buffer-limit: a class (normal,
+// replica or slave, pubsub) then its hard limit, soft limit and soft
+// seconds, for one class or more. Only pubsub's are taken: the normal
+// class's is resp.output_buffer_limit, from the config file, and there
+// are no replicas.
+func parseOutputLimits(v string) (pub *pubLimit, bad string) {
+	f := strings.Fields(v)
+	if len(f)%4 != 0 {
+		return nil, "Wrong number of arguments in buffer limit configuration."
+	}
+	for i := 0; i < len(f); i += 4 {
+		hard, ok1 := parseMemory(f[i+1])
+		soft, ok2 := parseMemory(f[i+2])
+		secs, ok3 := parseInt([]byte(f[i+3]))
+		if !ok1 || !ok2 || !ok3 || hard < 0 || soft < 0 || secs < 0 {
+			return nil, "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+		}
+		switch strings.ToLower(f[i]) {
+		case "pubsub":
+			pub = &pubLimit{hard: hard, soft: soft, softFor: time.Duration(secs) * time.Second}
+		case "normal", "replica", "slave":
+		default:
+			return nil, "Invalid client class specified in buffer limit configuration."
+		}
+	}
+	return pub, ""
+}
+
+func checkOutputLimits(v string) string {
+	_, bad := parseOutputLimits(v)
+	return bad
+}
+
+func (s *Server) setOutputLimits(v string) {
+	if pub, bad := parseOutputLimits(v); bad == "" && pub != nil {
+		s.pubLimit.Store(pub)
 	}
 }

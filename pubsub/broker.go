@@ -152,6 +152,12 @@ func (b *Broker) Publish(kind Kind, channel string, payload []byte) int {
 	return n
 }
 
+// PublishLocal delivers payload to this process's subscribers only: a
+// keyspace notification, which each instance sends of its own writes.
+func (b *Broker) PublishLocal(kind Kind, channel string, payload []byte) int {
+	return b.deliver(kind, channel, payload)
+}
+
 // deliver hands a message to this process's subscribers.
 func (b *Broker) deliver(kind Kind, channel string, payload []byte) int {
 	b.mu.RLock()

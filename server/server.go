@@ -38,6 +38,7 @@ type Server struct {
 	// busy is the busy-reply-threshold the memory stores wait by and
 	// scripts run by; CONFIG SET changes it, a reload keeps it.
 	busy *backends.BusyThreshold
+	enc  *backends.Encodings // encoding thresholds (CONFIG SET hash-max-listpack-entries…), every driver's
 
 	resp  *proxy.Server
 	data  *httpapi.Data
@@ -68,6 +69,7 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 		listeners: map[string]net.Listener{},
 		serveErr:  make(chan error, 4),
 		busy:      backends.NewBusyThreshold(backends.DefaultBusyThreshold),
+		enc:       new(backends.Encodings),
 	}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = route.NewMetrics(s.reg)
@@ -88,7 +90,7 @@ func New(ctx context.Context, cfg *conf.Config, log *zap.Logger) (*Server, error
 	}
 
 	users := newUsers(cfg)
-	s.resp = proxy.New(s.router, s.metrics, respConfig(cfg), s.busy, log.Named("resp"), s.reg)
+	s.resp = proxy.New(s.router, s.metrics, respConfig(cfg), s.env(), log.Named("resp"), s.reg)
 	if err := s.attachPubSub(cfg, g); err != nil {
 		g.close(log)
 		return nil, err
@@ -131,7 +133,9 @@ func (s *Server) attachPubSub(cfg *conf.Config, g *generation) error {
 func respConfig(cfg *conf.Config) proxy.Config { return proxy.ConfigOf(cfg.RESP, Version()) }
 
 // env is what the server gives each driver it builds.
-func (s *Server) env() backends.Env { return backends.Env{Log: s.log, Busy: s.busy} }
+func (s *Server) env() backends.Env {
+	return backends.Env{Log: s.log, Busy: s.busy, Encodings: s.enc}
+}
 
 // SetSource records where the config came from, so that SIGHUP
 // (ReloadFile) reads the same file, environment and flags again, and POST

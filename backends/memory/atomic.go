@@ -245,7 +245,7 @@ func (s *Store) hold(keys []string, idx *[]int, fn func() error) error {
 func (s *Store) newTx(keys []string) *memTx {
 	tx, _ := s.txs.Get().(*memTx)
 	if tx == nil {
-		tx = &memTx{Store: &Store{c: s.c, sweep: s.sweep, notes: s.notes, cursors: s.cursors, moves: s.moves}}
+		tx = &memTx{Store: &Store{c: s.c, sweep: s.sweep, notes: s.notes, cursors: s.cursors, moves: s.moves, enc: s.enc}}
 	}
 	tx.declared = keys
 	return tx

@@ -180,7 +180,7 @@ func (s *Store) doRead(k string, op backends.Op) error {
 		if err != nil {
 			return err
 		}
-		v := oneView{limits: s.limits}
+		v := oneView{limits: s.enc.Load()}
 		it, ok := s.get(s.k(k))
 		var body *collBody
 		if ok && it.alive() {
@@ -216,7 +216,7 @@ func (s *Store) doWrite(k string, op backends.Op) error {
 	var err error
 	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
 		live := found && old.live(n)
-		v := oneView{limits: s.limits}
+		v := oneView{limits: s.enc.Load()}
 		var body *collBody
 		if live {
 			if old.isColl() {
@@ -261,7 +261,7 @@ func (s *Store) doWrite(k string, op backends.Op) error {
 // none): their values are read, locked, run on and written back.
 func (s *Store) doMany(keys []string, op backends.Op) error {
 	n := now()
-	view := coll.NewSlots(keys, s.limits)
+	view := coll.NewSlots(keys, s.enc.Load())
 	items := make([]*item, view.Len())
 	seen := make([]bool, view.Len())
 	var locked []*collBody

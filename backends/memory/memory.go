@@ -51,7 +51,7 @@ func New(_ context.Context, name string, options map[string]any, env backends.En
 	if o.MaxBytes < 0 {
 		return nil, errMaxBytes(o.MaxBytes)
 	}
-	return NewDriver(name, int64(o.MaxBytes), WithBusyThreshold(env.Busy)), nil
+	return NewDriver(name, int64(o.MaxBytes), WithBusyThreshold(env.Busy), WithEncodings(env.Encodings)), nil
 }
 
 type errMaxBytes decode.ByteSize
@@ -72,6 +72,7 @@ type Driver struct {
 	name     string
 	maxBytes int64
 	busy     *backends.BusyThreshold // how long a request waits for an atomic run (atomic.go)
+	enc      *backends.Encodings     // encoding thresholds (coll.go)
 
 	clock *otter.CoarseClock // otter's, read by sweeps (see package sweep)
 
@@ -120,6 +121,12 @@ func NewDriver(name string, maxBytes int64, opts ...DriverOption) *Driver {
 // DriverOption sets what a driver takes from the server it serves, not
 // from its config.
 type DriverOption func(*Driver)
+
+// WithEncodings makes the driver's stores report OBJECT ENCODING by e
+// (the server's thresholds, which CONFIG SET changes).
+func WithEncodings(e *backends.Encodings) DriverOption {
+	return func(d *Driver) { d.enc = e }
+}
 
 // WithBusyThreshold makes the driver's stores fail a request with
 // backends.ErrBusy once the atomic run holding its key has run for longer
@@ -172,7 +179,7 @@ func (d *Driver) Open(_ context.Context, spec backends.RouteSpec) (backends.Back
 	}
 	rc.refs++
 	return &Store{c: rc.c, sweep: rc.sweep, locks: rc.locks, notes: rc.notes, cursors: rc.cursors, moves: &rc.moves,
-		release: func() { d.release(spec.Name, rc) }, reads: (*Store).mget}, nil
+		enc: d.enc, release: func() { d.release(spec.Name, rc) }, reads: (*Store).mget}, nil
 }
 
 // release drops a route's cache when its last Store closes.

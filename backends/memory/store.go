@@ -9,7 +9,6 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/internal/cursor"
 	"github.com/pgcache/pgcache/internal/otterread"
 	"github.com/pgcache/pgcache/internal/sweep"
@@ -28,7 +27,7 @@ type Store struct {
 	notes   *notifier             // the route's expiries and evictions (notify.go)
 	cursors *cursor.Table[*scan]  // the route's scans under way (keyspace.go)
 	moves   *sync.Mutex           // serialises the route's copies (keyspace.go)
-	limits  *coll.Limits          // encoding thresholds (OBJECT ENCODING); nil: Redis's defaults
+	enc     *backends.Encodings   // the server's encoding thresholds (OBJECT ENCODING); nil: Redis's
 	release func()
 	closed  sync.Once
 	txs     sync.Pool // of *memTx: atomic runs' views (atomic.go)

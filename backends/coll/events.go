@@ -1,0 +1,169 @@
+package coll
+
+import "github.com/pgcache/pgcache/backends"
+
+// Keyspace events (notify-keyspace-events): what a command's last Run did
+// to its keys, named as Redis 7.0 names it (t_hash.c, t_set.c, t_zset.c,
+// t_list.c notifyKeyspaceEvent calls). A command that changed nothing
+// sends none. Redis's "del" for a key a command emptied is not sent: the
+// stores do not say which.
+
+// Event classes, as notify-keyspace-events names them.
+const (
+	ClassList = 'l'
+	ClassSet  = 's'
+	ClassHash = 'h'
+	ClassZSet = 'z'
+)
+
+// Event is one keyspace event: its class, its name, and which of the
+// command's keys (an index of its KeyAt) it is about, or the key itself
+// (KeyName: the one a pop from several keys took from).
+type Event struct {
+	Class   byte
+	Name    string
+	Key     int
+	KeyName []byte
+}
+
+// Events calls yield for each event op's last Run caused.
+func Events(op backends.Op, yield func(Event)) {
+	ev := func(class byte, name string, key int) { yield(Event{Class: class, Name: name, Key: key}) }
+	from := func(class byte, name string, key []byte) { yield(Event{Class: class, Name: name, KeyName: key}) }
+	switch op := op.(type) {
+	case *HSet:
+		ev(ClassHash, "hset", 0)
+	case *HSetNX:
+		if op.added {
+			ev(ClassHash, "hset", 0)
+		}
+	case *HDel:
+		if op.deleted > 0 {
+			ev(ClassHash, "hdel", 0)
+		}
+	case *HIncrBy:
+		ev(ClassHash, "hincrby", 0)
+	case *HIncrByFloat:
+		ev(ClassHash, "hincrbyfloat", 0)
+	case *SAdd:
+		if op.added > 0 {
+			ev(ClassSet, "sadd", 0)
+		}
+	case *SRem:
+		if op.removed > 0 {
+			ev(ClassSet, "srem", 0)
+		}
+	case *SMove:
+		if op.moved {
+			ev(ClassSet, "srem", 0)
+			ev(ClassSet, "sadd", 1)
+		}
+	case *SPop:
+		if len(op.out) > 0 {
+			ev(ClassSet, "spop", 0)
+		}
+	case *SInter:
+		if op.store {
+			ev(ClassSet, "sinterstore", 0)
+		}
+	case *SUnion:
+		if op.store {
+			ev(ClassSet, op.Name(), 0)
+		}
+	case *ZAdd:
+		switch {
+		case op.Incr && op.Done:
+			ev(ClassZSet, "zincr", 0)
+		case !op.Incr && op.Added+op.Updated > 0:
+			ev(ClassZSet, "zadd", 0)
+		}
+	case *ZRem:
+		if op.Removed > 0 {
+			ev(ClassZSet, "zrem", 0)
+		}
+	case *ZRemRange:
+		if op.Removed > 0 {
+			ev(ClassZSet, op.Name(), 0)
+		}
+	case *ZPop:
+		if len(op.popped) > 0 {
+			ev(ClassZSet, op.Name(), 0)
+		}
+	case *ZRange:
+		if op.Store {
+			ev(ClassZSet, "zrangestore", 0)
+		}
+	case *ZSetOp:
+		if op.store {
+			ev(ClassZSet, op.name, 0)
+		}
+	case *Push:
+		if op.Len > 0 {
+			ev(ClassList, pushName(op.End), 0)
+		}
+	case *Pop:
+		if len(op.Elems) > 0 {
+			ev(ClassList, popName(op.End), 0)
+		}
+	case *LSet:
+		ev(ClassList, "lset", 0)
+	case *LInsert:
+		if op.result > 0 {
+			ev(ClassList, "linsert", 0)
+		}
+	case *LRem:
+		if op.removed > 0 {
+			ev(ClassList, "lrem", 0)
+		}
+	case *LTrim:
+		ev(ClassList, "ltrim", 0)
+	case *LMove:
+		if op.Found {
+			ev(ClassList, popName(op.From), 0)
+			ev(ClassList, pushName(op.To), 1)
+		}
+	case *BLMove:
+		Events(&op.LMove, yield)
+	case *BPop:
+		if op.Found {
+			from(ClassList, popName(op.End), op.Key)
+		}
+	case *LMPop:
+		if op.Found {
+			from(ClassList, popName(op.End), op.Key)
+		}
+	case *BLMPop:
+		Events(&op.LMPop, yield)
+	case *ZMPop:
+		if op.key != nil {
+			from(ClassZSet, zpopName(op.max), op.key)
+		}
+	case *BZMPop:
+		Events(&op.ZMPop, yield)
+	case *BZPop:
+		if op.key != nil {
+			from(ClassZSet, zpopName(op.max), op.key)
+		}
+	}
+}
+
+func pushName(e End) string {
+	if e == Left {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+func popName(e End) string {
+	if e == Left {
+		return "lpop"
+	}
+	return "rpop"
+}
+
+func zpopName(max bool) string {
+	if max {
+		return "zpopmax"
+	}
+	return "zpopmin"
+}

@@ -1,0 +1,176 @@
+package proxy
+
+import (
+	"strings"
+
+	"github.com/pgcache/pgcache/backends/coll"
+	"github.com/pgcache/pgcache/changes"
+	"github.com/pgcache/pgcache/pubsub"
+	"github.com/pgcache/pgcache/route"
+)
+
+// Keyspace notifications (notify-keyspace-events): a write through this
+// process's RESP front publishes, to this process's subscribers (a Redis
+// node's are its own), __keyspace@0__:<key> <event> and
+// __keyevent@0__:<event> <key> for the classes the flags enable. Expired
+// and evicted keys are the memory store's reports (changes feed).
+
+// Flags of notify-keyspace-events, Redis's letters.
+const (
+	notifyKeyspace uint32 = 1 << iota // K
+	notifyKeyevent                    // E
+	notifyGeneric                     // g
+	notifyString                      // $
+	notifyList                        // l
+	notifySet                         // s
+	notifyHash                        // h
+	notifyZSet                        // z
+	notifyExpired                     // x
+	notifyEvicted                     // e
+	notifyStream                      // t
+	notifyKeyMiss                     // m
+	notifyModule                      // d
+	notifyNew                         // n
+
+	notifyAll = notifyGeneric | notifyString | notifyList | notifySet | notifyHash |
+		notifyZSet | notifyExpired | notifyEvicted | notifyStream | notifyModule // A
+)
+
+// notifyLetters are the class letters, in the order Redis writes them.
+var notifyLetters = []struct {
+	letter byte
+	flag   uint32
+}{
+	{'g', notifyGeneric}, {'$', notifyString}, {'l', notifyList}, {'s', notifySet},
+	{'h', notifyHash}, {'z', notifyZSet}, {'x', notifyExpired}, {'e', notifyEvicted},
+	{'t', notifyStream}, {'d', notifyModule},
+}
+
+// parseNotifyFlags reads notify-keyspace-events; ok is false for a letter
+// Redis does not know.
+func parseNotifyFlags(s string) (flags uint32, ok bool) {
+	for i := range len(s) {
+		switch c := s[i]; c {
+		case 'A':
+			flags |= notifyAll
+		case 'K':
+			flags |= notifyKeyspace
+		case 'E':
+			flags |= notifyKeyevent
+		case 'm':
+			flags |= notifyKeyMiss
+		case 'n':
+			flags |= notifyNew
+		default:
+			found := false
+			for _, l := range notifyLetters {
+				if l.letter == c {
+					flags, found = flags|l.flag, true
+				}
+			}
+			if !found {
+				return 0, false
+			}
+		}
+	}
+	return flags, true
+}
+
+// formatNotifyFlags writes flags as CONFIG GET answers them: the classes
+// (A for all of them), then K, E, m, n.
+func formatNotifyFlags(flags uint32) string {
+	var b strings.Builder
+	if flags&notifyAll == notifyAll {
+		b.WriteByte('A')
+	} else {
+		for _, l := range notifyLetters {
+			if flags&l.flag != 0 {
+				b.WriteByte(l.letter)
+			}
+		}
+	}
+	for _, l := range []struct {
+		letter byte
+		flag   uint32
+	}{{'K', notifyKeyspace}, {'E', notifyKeyevent}, {'m', notifyKeyMiss}, {'n', notifyNew}} {
+		if flags&l.flag != 0 {
+			b.WriteByte(l.letter)
+		}
+	}
+	return b.String()
+}
+
+// classFlag is the flag of a class letter of package coll's events.
+func classFlag(c byte) uint32 {
+	for _, l := range notifyLetters {
+		if l.letter == c {
+			return l.flag
+		}
+	}
+	return 0
+}
+
+// keyEvent publishes an event of class on key (as the client spells it),
+// when the flags want it.
+func (s *Server) keyEvent(class uint32, event, key string) {
+	flags := s.notify.Load()
+	if flags&class == 0 || flags&(notifyKeyspace|notifyKeyevent) == 0 {
+		return
+	}
+	if flags&notifyKeyspace != 0 {
+		s.pubsub.PublishLocal(pubsub.Channel, "__keyspace@0__:"+key, []byte(event))
+	}
+	if flags&notifyKeyevent != 0 {
+		s.pubsub.PublishLocal(pubsub.Channel, "__keyevent@0__:"+event, []byte(key))
+	}
+}
+
+// keyEvent publishes an event of one of a request's keys.
+func (c *conn) keyEvent(class uint32, event string, key []byte) {
+	if c.s.notify.Load() != 0 {
+		c.s.keyEvent(class, event, string(key))
+	}
+}
+
+// collEvents publishes the events a command on collections caused.
+func (c *conn) collEvents(args [][]byte, op coll.Command) {
+	if c.s.notify.Load() == 0 {
+		return
+	}
+	at := op.Request().KeyAt
+	coll.Events(op, func(e coll.Event) {
+		key := e.KeyName
+		if key == nil {
+			key = args[at[e.Key]]
+		}
+		c.s.keyEvent(classFlag(e.Class), e.Name, string(key))
+	})
+}
+
+// expiries publishes the memory store's expired and evicted keys.
+type expiries struct{ s *Server }
+
+func (e expiries) Wrote(*route.Route, string, int64) {}
+
+func (e expiries) Changed(ch changes.Change) {
+	var class uint32
+	var event string
+	switch ch.Source {
+	case "expiry":
+		class, event = notifyExpired, "expired"
+	case "eviction":
+		class, event = notifyEvicted, "evicted"
+	default:
+		return
+	}
+	if e.s.notify.Load()&class == 0 {
+		return
+	}
+	for _, k := range ch.Keys {
+		for _, p := range ch.Route.Prefixes {
+			e.s.keyEvent(class, event, p+k)
+		}
+	}
+}
+
+var _ changes.Subscriber = expiries{}
