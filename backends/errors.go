@@ -73,5 +73,8 @@ func RefuseTables(spec RouteSpec, backendType string) error {
 			return &SpecError{Field: f.field, Value: f.value, Reason: "the " + backendType + " backend has no tables"}
 		}
 	}
+	if spec.Writable {
+		return &SpecError{Field: "writable", Value: "true", Reason: "the " + backendType + " backend has no tables"}
+	}
 	return nil
 }

@@ -60,6 +60,14 @@ type CollLoader interface {
 	LoadColl(ctx context.Context, key string, max int) (Expiring, error)
 }
 
+// Rows is a Backend whose values are rows of a table as JSON objects,
+// which the hash commands read as hashes of their columns (HGET user:42
+// name): RowHash returns how a cache in front of it (an L1 tier) runs such
+// a read on a row it holds.
+type Rows interface {
+	RowHash() func(row []byte, found bool, op Op) error
+}
+
 // Expiring is a value read with its remaining lifetime (TTLPersistent for
 // none). A nil Val means the key holds no string: it is absent, or Type
 // says what it holds.

@@ -27,6 +27,7 @@ type RouteSpec struct {
 	Durability  string // unlogged | async | standard (postgres)
 	KeyType     string // text | uuid | bigint (postgres kv)
 	SourceTable string // schema.table of an existing table (postgres table rows)
+	Writable    bool   // HSET may change a table row's columns (postgres table rows)
 }
 
 // Factory builds a driver from its options: the backend's entry of the

@@ -32,6 +32,14 @@ func (t *Tier) Do(ctx context.Context, keys []string, op backends.Op) error {
 		defer t.invalidate(true, keys[0])
 		return t.Backend.Do(ctx, keys, op)
 	}
+	if rows, ok := backends.As[backends.Rows](t.Backend); ok && len(keys) == 1 {
+		// A table route's row, read as a hash from the L1 as GET reads it.
+		row, found, err := t.Get(ctx, keys[0])
+		if err != nil {
+			return err
+		}
+		return rows.RowHash()(row, found, op)
+	}
 	loader, ok := backends.As[backends.CollLoader](t.Backend)
 	if len(keys) != 1 || !ok || !t.f.Online() {
 		t.Stats.Bypassed.Add(int64(len(keys)))

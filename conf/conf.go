@@ -132,6 +132,9 @@ type Route struct {
 	KeyType string `koanf:"key_type" json:"key_type,omitempty"`
 	// SourceTable is schema.table of an existing table served by primary key (postgres).
 	SourceTable string `koanf:"source_table" json:"source_table,omitempty"`
+	// Writable lets HSET change a source_table row's columns (an UPDATE of
+	// them). Default false: HSET of a row is refused.
+	Writable bool `koanf:"writable" json:"writable,omitempty"`
 	// Attach, for a source_table with l1: "auto" installs the fence triggers
 	// at start (as `pgcache attach` does); "" expects them installed.
 	Attach string `koanf:"attach" json:"attach,omitempty"`

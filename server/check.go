@@ -178,6 +178,7 @@ func routeSpec(rc conf.Route) backends.RouteSpec {
 		Durability:  rc.Durability,
 		KeyType:     rc.KeyType,
 		SourceTable: rc.SourceTable,
+		Writable:    rc.Writable,
 	}
 }
 

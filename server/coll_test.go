@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +130,54 @@ func TestCollectionsCoherent(t *testing.T) {
 	// A DEL through b drops a's copy too.
 	rb.Del(ctx, "pg:h")
 	eventually(t, "HGET after DEL through the other", func() bool { return hget(ra) == "" })
+}
+
+// A table route answers the hash reads of a row as its columns, from the
+// L1 as GET does; plain SQL on the row reaches them by its fence; HSET is
+// refused unless the route is writable, and then updates the columns.
+func TestTableRowsAsHashes(t *testing.T) {
+	usersTable(t)
+	p := pg.Pool(t)
+	testenv.Exec(t, p, `INSERT INTO srv_users VALUES (7, 'ada') ON CONFLICT (id) DO UPDATE SET name = 'ada'`)
+	s := startPgcache(t, l1Config(pg.DSN()))
+	eventually(t, "ready", func() bool {
+		status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
+		return status == 200
+	})
+	ctx := context.Background()
+	r := redisClient(t, s)
+	if got := r.HGet(ctx, "user:7", "name").Val(); got != "ada" {
+		t.Fatalf("HGET user:7 name = %q", got)
+	}
+	if got := r.HGetAll(ctx, "user:7").Val(); got["id"] != "7" || got["name"] != "ada" || len(got) != 2 {
+		t.Fatalf("HGETALL user:7 = %v", got)
+	}
+	if got := r.HMGet(ctx, "user:7", "name", "nope").Val(); got[0] != "ada" || got[1] != nil {
+		t.Fatalf("HMGET user:7 name nope = %v", got)
+	}
+	if got := r.HGet(ctx, "user:404", "name").Err(); got != redis.Nil {
+		t.Fatalf("HGET of a row that is not there: %v, want nil", got)
+	}
+	testenv.Exec(t, p, `UPDATE srv_users SET name = 'grace' WHERE id = 7`)
+	eventually(t, "HGET after plain SQL", func() bool { return r.HGet(ctx, "user:7", "name").Val() == "grace" })
+	if err := r.HSet(ctx, "user:7", "name", "x").Err(); err == nil || !strings.Contains(err.Error(), "writable") {
+		t.Fatalf("HSET on a route that is not writable: %v", err)
+	}
+
+	w := startPgcache(t, strings.Replace(l1Config(pg.DSN()), "attach: auto,", "attach: auto, writable: true,", 1))
+	rw := redisClient(t, w)
+	if err := rw.HSet(ctx, "user:7", "name", "hedy").Err(); err != nil {
+		t.Fatalf("HSET on a writable route: %v", err)
+	}
+	var name string
+	if err := p.QueryRow(ctx, `SELECT name FROM srv_users WHERE id = 7`).Scan(&name); err != nil || name != "hedy" {
+		t.Fatalf("the row's name after HSET = %q, %v", name, err)
+	}
+	if err := rw.HSet(ctx, "user:7", "nope", "x").Err(); err == nil || !strings.Contains(err.Error(), "no column") {
+		t.Fatalf("HSET of a column the table does not have: %v", err)
+	}
+	if err := rw.HSet(ctx, "user:999", "name", "x").Err(); err == nil || !strings.Contains(err.Error(), "no row") {
+		t.Fatalf("HSET of a row that is not there: %v", err)
+	}
+	eventually(t, "the other instance sees the HSET", func() bool { return r.HGet(ctx, "user:7", "name").Val() == "hedy" })
 }

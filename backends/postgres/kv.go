@@ -60,6 +60,9 @@ func kvSpec(spec backends.RouteSpec) (t tableName, durability string, k keyType,
 		errs = append(errs, &backends.SpecError{Field: "durability", Value: spec.Durability,
 			Reason: "must be unlogged, async or standard"})
 	}
+	if spec.Writable {
+		errs = append(errs, &backends.SpecError{Field: "writable", Value: "true", Reason: "only a source_table route's rows are written by HSET"})
+	}
 	k, ok := lookupKeyType(spec.KeyType)
 	if !ok {
 		errs = append(errs, &backends.SpecError{Field: "key_type", Value: spec.KeyType, Reason: "must be text, uuid or bigint"})

@@ -21,6 +21,7 @@ import (
 type Table struct {
 	base
 	schema, name string // as the route names them, for CRUDPrefix
+	writable     bool   // HSET may change a row's columns (table_coll.go)
 	shape        atomic.Pointer[tableShape]
 	gets         coalescer[string, []byte] // single-key reads share queries (coalesce.go)
 }
@@ -69,7 +70,7 @@ func (d *Driver) openTable(spec backends.RouteSpec) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Table{schema: t.schema, name: t.name}
+	s := &Table{schema: t.schema, name: t.name, writable: spec.Writable}
 	s.init(d, pool, spec.Name, t, s.load)
 	s.gets = coalescer[string, []byte]{slots: int(pool.Config().MaxConns), one: s.getOne, many: s.getMany, own: strings.Clone}
 	return s, nil
