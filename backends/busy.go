@@ -62,7 +62,9 @@ var DefaultEncodings = EncodingLimits{
 // Encodings are one pgcache's thresholds, as BusyThreshold is its busy
 // threshold: the server makes them, hands them to every driver it builds
 // (Env), and CONFIG SET replaces them.
-type Encodings struct{ p atomic.Pointer[EncodingLimits] }
+type Encodings struct {
+	p atomic.Pointer[EncodingLimits]
+}
 
 // Load returns the thresholds; a nil Encodings, or one never set, is
 // DefaultEncodings.
