@@ -266,7 +266,7 @@ func (c *conn) ofType(keys []string, want backends.Type) (kept []string, ok bool
 		if !c.doOne(args, op) {
 			return nil, false
 		}
-		if op.(*coll.TypeOf).Type == want {
+		if op.(*coll.TypeOf).Of() == want {
 			kept = append(kept, k)
 		}
 	}

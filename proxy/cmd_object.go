@@ -18,6 +18,10 @@ func cmdObjectEncoding(c *conn, args [][]byte) {
 	if !c.doOne(args, op) {
 		return
 	}
+	if enc.Passed.Reply.Kind != backends.ReplyNone { // the server's own answer
+		c.writeOp(op)
+		return
+	}
 	switch enc.Type {
 	case backends.TypeNone:
 		c.writeNull()
@@ -50,7 +54,7 @@ func objectExists(c *conn, args [][]byte, n int64) {
 	if !c.doOne(op.Request().Args, op) {
 		return
 	}
-	if op.(*coll.TypeOf).Type == backends.TypeNone {
+	if op.(*coll.TypeOf).Of() == backends.TypeNone {
 		c.writeNull()
 		return
 	}

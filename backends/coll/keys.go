@@ -29,6 +29,16 @@ func (op *TypeOf) Run(v backends.View) error {
 
 func (op *TypeOf) Reply(w Writer) { w.Status(op.Type.String()) }
 
+// Of is the type the last Do found: Run's, or the one the server of a
+// store that passed the request on answered.
+func (op *TypeOf) Of() backends.Type {
+	if r := op.Passed.Reply; r.Kind == backends.ReplyStatus {
+		t, _ := backends.ParseType(string(r.Str))
+		return t
+	}
+	return op.Type
+}
+
 // Encoded is OBJECT ENCODING key of a collection: what Redis 7.0 reports
 // for it (listpack, hashtable, intset, skiplist, quicklist). Of a string
 // it says only that it is one: the RESP front reads the value to tell int,
