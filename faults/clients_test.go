@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -55,22 +54,6 @@ func heapInuse() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
-}
-
-// rssKiB is this process's resident memory (VmRSS) in KiB.
-func rssKiB() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var n int64
-			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &n)
-			return n
-		}
-	}
-	return -1
 }
 
 // dialMany opens n connections to addr, 64 at a time, and runs hello on
@@ -142,18 +125,18 @@ func ping(c net.Conn) error {
 func TestTenThousandClients(t *testing.T) {
 	n := size(10000, 500)
 	raiseFDLimit(t, uint64(n+1024))
-	c := startChild(t, freePorts(t), memoryConfig(fmt.Sprintf("resp: {max_clients: %d}\n", n)))
-	metrics := func() map[string]float64 { return scrape(t, c.admin) }
+	c := startChild(t, memoryConfig(fmt.Sprintf("resp: {max_clients: %d}\n", n)))
+	metrics := func() map[string]float64 { return scrape(t, c.Admin) }
 	goroutines := func() int { return int(metrics()["go_goroutines"]) }
-	mustDo(t, c.resp, "PING")
-	base := resources{goroutines: goroutines(), fds: c.fds()}
-	rss0 := c.rssKiB()
+	mustDo(t, c.RESP, "PING")
+	base := resources{goroutines: goroutines(), fds: childFDs(c)}
+	rss0 := rssKiB(c)
 
 	start := time.Now()
-	conns := dialMany(t, c.resp, n, ping)
+	conns := dialMany(t, c.RESP, n, ping)
 	connected := time.Since(start)
-	peak := resources{goroutines: goroutines(), fds: c.fds()}
-	rss1 := c.rssKiB()
+	peak := resources{goroutines: goroutines(), fds: childFDs(c)}
+	rss1 := rssKiB(c)
 	if got := metrics()["pgcache_resp_connected_clients"]; got != float64(n) {
 		t.Errorf("pgcache_resp_connected_clients = %v with %d clients connected", got, n)
 	}
@@ -174,7 +157,7 @@ func TestTenThousandClients(t *testing.T) {
 		t.Errorf("%d connected clients were not served a second PING", n)
 	}
 	// One more is told, as Redis tells it, and closed.
-	extra, err := net.Dial("tcp", c.resp)
+	extra, err := net.Dial("tcp", c.RESP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +172,7 @@ func TestTenThousandClients(t *testing.T) {
 	closed := time.Now()
 	var after resources
 	eventually(t, 20*time.Second, "the child back to its goroutines and descriptors", func() bool {
-		after = resources{goroutines: goroutines(), fds: c.fds()}
+		after = resources{goroutines: goroutines(), fds: childFDs(c)}
 		return after.goroutines <= base.goroutines+2 && after.fds <= base.fds+2
 	})
 	figure(t, "%d RESP clients on the pgcache binary: connected and answered in %.2fs; the process went from %v to %v, "+

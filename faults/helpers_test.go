@@ -2,14 +2,12 @@ package faults
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -21,9 +19,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/pgcache/pgcache/backends"
-	_ "github.com/pgcache/pgcache/backends/standard"
 	"github.com/pgcache/pgcache/coherence"
-	"github.com/pgcache/pgcache/conf"
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 	"github.com/pgcache/pgcache/server"
 )
 
@@ -41,45 +38,16 @@ type pgcache struct {
 }
 
 // startPgcache runs pgcache in-process with the given YAML config on free
-// loopback ports and shuts it down when the test ends. Its log goes to the
-// test's, from warnings up.
+// loopback ports and shuts it down when the test ends. Under -v its log
+// goes to the test's, from warnings up.
 func startPgcache(t testing.TB, yaml string) *pgcache {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "pgcache.yaml")
-	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := conf.Load(conf.Source{File: file, Environ: func() []string {
-		return []string{
-			"PGCACHE_LISTEN__RESP=127.0.0.1:0",
-			"PGCACHE_LISTEN__HTTP=127.0.0.1:0",
-			"PGCACHE_LISTEN__ADMIN=127.0.0.1:0",
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := zap.NewNop()
 	if tt, ok := t.(*testing.T); ok && testing.Verbose() {
 		log = zaptest.NewLogger(tt, zaptest.Level(zap.WarnLevel))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := server.New(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("pgcache shutdown: %v", err)
-		}
-	})
-	return &pgcache{Server: s, resp: s.Addr("resp"), http: s.Addr("http"), admin: s.Addr("admin")}
+	in := pgcachetest.Start(t, server.New, pgcachetest.Config{YAML: yaml, Log: log})
+	return &pgcache{Server: in.Server, resp: in.RESP, http: in.HTTP, admin: in.Admin}
 }
 
 // tier returns the coherent L1 of a route.

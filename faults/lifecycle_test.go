@@ -3,7 +3,6 @@ package faults
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -30,15 +29,15 @@ routes:
 func TestSIGTERMUnderLoad(t *testing.T) {
 	pool := pg.Pool(t)
 	testenv.Exec(t, pool, "DROP TABLE IF EXISTS faults_sigterm")
-	c := startChild(t, freePorts(t), standardConfig("faults_sigterm"))
-	l := startLoad(t, c.resp, loadOptions{writers: 8})
+	c := startChild(t, standardConfig("faults_sigterm"))
+	l := startLoad(t, c.RESP, loadOptions{writers: 8})
 	l.waitOK(t, 2000, 60*time.Second)
-	rss, fds := c.rssKiB(), c.fds()
+	rss, fds := rssKiB(c), childFDs(c)
 
 	okBefore := l.ok.Load()
 	signalled := time.Now()
-	c.signal(syscall.SIGTERM)
-	st := c.wait(30 * time.Second)
+	c.Signal(syscall.SIGTERM)
+	st := c.Wait(30 * time.Second)
 	exited := time.Now()
 	l.Stop()
 	if code, err := exitCode(st); err != nil || code != 0 {
@@ -49,8 +48,8 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	if len(lost) > 0 {
 		t.Errorf("%d of %d acknowledged writes are not in PostgreSQL with their value, like %q", len(lost), len(acked), lost[0])
 	}
-	if !c.logHas(`"pgcache stopped"`) {
-		t.Errorf("no \"pgcache stopped\" in the log:\n%s", c.logTail(10))
+	if !c.LogHas(`"pgcache stopped"`) {
+		t.Errorf("no \"pgcache stopped\" in the log:\n%s", c.LogTail(10))
 	}
 	drained := l.ok.Load() - okBefore
 	t.Logf("errors after the signal:\n%s", l.errorSummary())
@@ -63,15 +62,15 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 // logged, and pgcache goes on serving the config it runs, data and all.
 // Once the file is fixed, the next SIGHUP loads it.
 func TestSIGHUPBrokenConfig(t *testing.T) {
-	c := startChild(t, freePorts(t), memoryConfig(""))
-	mustDo(t, c.resp, "SET", "k", "before SIGHUP")
-	file := filepath.Join(filepath.Dir(c.logFile), "pgcache.yaml")
+	c := startChild(t, memoryConfig(""))
+	mustDo(t, c.RESP, "SET", "k", "before SIGHUP")
+	file := c.ConfigFile
 	good, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reloads := func(result string) float64 {
-		return scrape(t, c.admin)[`pgcache_config_reloads_total{result="`+result+`"}`]
+		return scrape(t, c.Admin)[`pgcache_config_reloads_total{result="`+result+`"}`]
 	}
 	for _, broken := range []string{
 		"routes: [\n  - {name: broken\n",                                     // not YAML
@@ -81,17 +80,17 @@ func TestSIGHUPBrokenConfig(t *testing.T) {
 		if err := os.WriteFile(file, []byte(broken), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c.signal(syscall.SIGHUP)
+		c.Signal(syscall.SIGHUP)
 		eventually(t, 10*time.Second, "the reload refused", func() bool { return reloads("error") == before+1 })
-		if !c.running() {
-			t.Fatalf("pgcache exited on SIGHUP with a broken file; log:\n%s", c.logTail(10))
+		if !c.Running() {
+			t.Fatalf("pgcache exited on SIGHUP with a broken file; log:\n%s", c.LogTail(10))
 		}
-		if v := mustDo(t, c.resp, "GET", "k"); v != "before SIGHUP" {
+		if v := mustDo(t, c.RESP, "GET", "k"); v != "before SIGHUP" {
 			t.Errorf("GET k after SIGHUP = %q, want the value set before", v)
 		}
 	}
-	if !c.logHas("config reload refused; the running config goes on") {
-		t.Errorf("the refusal is not in the log:\n%s", c.logTail(10))
+	if !c.LogHas("config reload refused; the running config goes on") {
+		t.Errorf("the refusal is not in the log:\n%s", c.LogTail(10))
 	}
 	if n := reloads("ok"); n != 0 {
 		t.Errorf("pgcache_config_reloads_total{result=\"ok\"} = %v after broken files", n)
@@ -99,14 +98,14 @@ func TestSIGHUPBrokenConfig(t *testing.T) {
 	if err := os.WriteFile(file, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.signal(syscall.SIGHUP)
+	c.Signal(syscall.SIGHUP)
 	eventually(t, 10*time.Second, "the fixed file loaded", func() bool { return reloads("ok") == 1 })
-	if v := mustDo(t, c.resp, "GET", "k"); v != "before SIGHUP" {
+	if v := mustDo(t, c.RESP, "GET", "k"); v != "before SIGHUP" {
 		t.Errorf("GET k after a good reload = %q: the memory route was rebuilt", v)
 	}
 	refused := reloads("error")
-	c.signal(syscall.SIGTERM)
-	if code, err := exitCode(c.wait(30 * time.Second)); err != nil || code != 0 {
+	c.Signal(syscall.SIGTERM)
+	if code, err := exitCode(c.Wait(30 * time.Second)); err != nil || code != 0 {
 		t.Errorf("exit after SIGTERM: code %d, %v; want 0", code, err)
 	}
 	figure(t, "SIGHUP with a broken config file (not YAML; a route on a missing backend): each reload refused "+
@@ -120,20 +119,19 @@ func TestSIGHUPBrokenConfig(t *testing.T) {
 func TestKill9Restart(t *testing.T) {
 	pool := pg.Pool(t)
 	testenv.Exec(t, pool, "DROP TABLE IF EXISTS faults_kill9")
-	ports := freePorts(t)
-	c := startChild(t, ports, standardConfig("faults_kill9"))
-	l := startLoad(t, c.resp, loadOptions{writers: 8})
+	c := startChild(t, standardConfig("faults_kill9"))
+	l := startLoad(t, c.RESP, loadOptions{writers: 8})
 	l.waitOK(t, 2000, 60*time.Second)
 
 	killed := time.Now()
-	c.signal(syscall.SIGKILL)
-	st := c.wait(10 * time.Second)
+	c.Signal(syscall.SIGKILL)
+	st := c.Wait(10 * time.Second)
 	if ws, ok := st.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("pgcache ended with %v, want killed by SIGKILL", st)
 	}
 	l.waitFailed(t, 50, 20*time.Second)
 	restart := time.Now()
-	c2 := runChild(t, ports, filepath.Join(filepath.Dir(c.logFile), "pgcache.yaml"), c.logFile)
+	c2 := c.Restart(t)
 	serving := time.Now()
 	var recovered time.Time
 	eventually(t, 30*time.Second, "the load is served by the new process", func() bool {
@@ -151,5 +149,5 @@ func TestKill9Restart(t *testing.T) {
 		"started, the load was served again %.2fs after the kill; failed requests %d (while no process listened); "+
 		"acked writes %d, lost %d; new process RSS %d MiB, %d fds",
 		serving.Sub(restart).Seconds(), recovered.Sub(killed).Seconds(), l.failed.Load(), len(acked), len(lost),
-		c2.rssKiB()>>10, c2.fds())
+		rssKiB(c2)>>10, childFDs(c2))
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 	"github.com/pgcache/pgcache/internal/testenv"
 )
 
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 	if err := pg.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
-	removeBinary()
+	pgcachetest.RemoveBinary()
 	os.Exit(code)
 }
 

@@ -7,6 +7,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 )
 
 // The first start against a database pgcache has never used, with a kv
@@ -18,14 +20,14 @@ func TestFirstStartOnAFreshDatabaseWarnsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zapcore.WarnLevel)
-	s, _ := startPgcacheLog(t, `
+	s := pgcachetest.Start(t, New, pgcachetest.Config{Log: zap.New(core), YAML: `
 backends:
-  pg:  {type: postgres, dsn: "`+pg.DSNFor(db)+`"}
+  pg:  {type: postgres, dsn: "` + pg.DSNFor(db) + `"}
   mem: {type: memory}
 routes:
   - {name: kv, prefix: "pg:", backend: pg, table: fresh_kv, l1: {max_bytes: 8MiB}}
   - {name: memory, prefix: "", backend: mem}
-`, zap.New(core))
+`}).Server
 	eventually(t, "ready", func() bool {
 		status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
 		return status == 200

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 	"github.com/pgcache/pgcache/internal/testenv"
 )
 
@@ -141,14 +142,14 @@ func TestPostgresDownAtStart(t *testing.T) {
 		}
 	})
 	core, logs := observer.New(zap.DebugLevel)
-	s, _ := startPgcacheLog(t, fmt.Sprintf(`
+	s := pgcachetest.Start(t, New, pgcachetest.Config{Log: zap.New(core), YAML: fmt.Sprintf(`
 backends:
   pg:  {type: postgres, dsn: %q, connect_timeout: 1s, command_timeout: 2s}
   mem: {type: memory}
 routes:
   - {name: postgres, prefix: "pg:", backend: pg, table: down_kv}
   - {name: memory, prefix: "", backend: mem}
-`, pg.DSN()), zap.New(core))
+`, pg.DSN())}).Server
 	rc := redisClient(t, s)
 	status, body := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
 	if status != 503 || !strings.Contains(string(body), "backend pg") {

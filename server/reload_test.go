@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pgcache/pgcache/conf"
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 )
 
 // Two configs a reload alternates between. Both keep backend mem and the
@@ -100,7 +101,8 @@ func metric(t *testing.T, s *Server, series string) string {
 // every write while 20 reloads alternate two configs that change routes:
 // no request fails and no connection is dropped or replaced.
 func TestReloadUnderLoad(t *testing.T) {
-	s, file := startPgcacheFile(t, reloadA)
+	in := pgcachetest.Start(t, New, pgcachetest.Config{YAML: reloadA})
+	s, file := in.Server, in.ConfigFile
 	rc := dialRESP(t, s.Addr("resp"))
 	if r, err := rc.do("SET", "s:survivor", "kept"); err != nil || r != "+OK" {
 		t.Fatalf("SET = %q, %v", r, err)
@@ -247,7 +249,7 @@ func (c *httpConn) do(method, path, body string) (int, string, error) {
 // An invalid config is refused with every reason, counted, and the
 // running one goes on serving.
 func TestReloadRefused(t *testing.T) {
-	s, _ := startPgcacheFile(t, reloadB)
+	s := startPgcache(t, reloadB)
 	rc := dialRESP(t, s.Addr("resp"))
 	rc.do("SET", "x:k", "v")
 	admin := "http://" + s.Addr("admin")
@@ -282,7 +284,7 @@ func TestReloadRefused(t *testing.T) {
 
 // What a running pgcache cannot change is refused by name, with both values.
 func TestReloadFixedSettings(t *testing.T) {
-	s, _ := startPgcacheFile(t, reloadA)
+	s := startPgcache(t, reloadA)
 	base := s.Config()
 	for _, tc := range []struct {
 		field string

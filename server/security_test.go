@@ -21,6 +21,7 @@ import (
 
 	"github.com/pgcache/pgcache/conf"
 	"github.com/pgcache/pgcache/internal/certs/certstest"
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 )
 
 // tool runs a command-line client the way an operator would and returns
@@ -68,7 +69,7 @@ func serverSerial(t *testing.T, addr, caFile string) int64 {
 // connection made before goes on.
 func TestTLS(t *testing.T) {
 	f := certstest.Generate(t, t.TempDir())
-	s, _ := startPgcacheFile(t, fmt.Sprintf(`
+	s := startPgcache(t, fmt.Sprintf(`
 auth: {requirepass: tls-pass}
 tls: {cert_file: %q, key_file: %q}
 `, f.ServerCert, f.ServerKey))
@@ -134,7 +135,7 @@ func tlsClient(t *testing.T, addr, caFile string) *redis.Client {
 // With client_ca_file, a client must present a certificate the CA signed.
 func TestTLSClientCertificates(t *testing.T) {
 	f := certstest.Generate(t, t.TempDir())
-	s, _ := startPgcacheFile(t, fmt.Sprintf(`
+	s := startPgcache(t, fmt.Sprintf(`
 auth: {requirepass: tls-pass}
 tls: {cert_file: %q, key_file: %q, client_ca_file: %q, fronts: [resp, http, admin]}
 `, f.ServerCert, f.ServerKey, f.CA))
@@ -159,7 +160,7 @@ tls: {cert_file: %q, key_file: %q, client_ca_file: %q, fronts: [resp, http, admi
 
 // The HTTP auth matrix, and RESP with and without a password.
 func TestAuthHTTPAndRESP(t *testing.T) {
-	s, _ := startPgcacheFile(t, `
+	s := startPgcache(t, `
 auth:
   requirepass: default-secret
   users: [{name: alice, password: alice-secret}]
@@ -250,7 +251,7 @@ func TestUnixSocket(t *testing.T) {
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	stale.Close() // the file stays, as after a kill -9
 
-	s, _ := startPgcacheFile(t, "", "PGCACHE_LISTEN__RESP_UNIX="+path)
+	s := pgcachetest.Start(t, New, pgcachetest.Config{Env: []string{"PGCACHE_LISTEN__RESP_UNIX=" + path}}).Server
 	if s.Addr("resp_unix") != path {
 		t.Fatalf("Addr(resp_unix) = %q", s.Addr("resp_unix"))
 	}

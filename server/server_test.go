@@ -8,70 +8,20 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
 
-	_ "github.com/pgcache/pgcache/backends/standard"
-	"github.com/pgcache/pgcache/conf"
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 )
 
 // startPgcache runs pgcache in-process on free loopback ports with the
 // given YAML (the embedded default when empty) and stops it at the end.
 func startPgcache(t *testing.T, yaml string) *Server {
 	t.Helper()
-	s, _ := startPgcacheFile(t, yaml)
-	return s
-}
-
-// startPgcacheFile is startPgcache that also returns the config file (""
-// for the embedded default), which SIGHUP's ReloadFile reads again. env are
-// more PGCACHE_* variables.
-func startPgcacheFile(t *testing.T, yaml string, env ...string) (*Server, string) {
-	t.Helper()
-	return startPgcacheLog(t, yaml, zap.NewNop(), env...)
-}
-
-// startPgcacheLog is startPgcacheFile logging to log.
-func startPgcacheLog(t *testing.T, yaml string, log *zap.Logger, env ...string) (*Server, string) {
-	t.Helper()
-	env = append([]string{
-		"PGCACHE_LISTEN__RESP=127.0.0.1:0",
-		"PGCACHE_LISTEN__HTTP=127.0.0.1:0",
-		"PGCACHE_LISTEN__ADMIN=127.0.0.1:0",
-	}, env...)
-	src := conf.Source{Environ: func() []string { return env }}
-	if yaml != "" {
-		src.File = filepath.Join(t.TempDir(), "pgcache.yaml")
-		if err := os.WriteFile(src.File, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, err := conf.Load(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.SetSource(src)
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return s, src.File
+	return pgcachetest.Start(t, New, pgcachetest.Config{YAML: yaml}).Server
 }
 
 func redisClient(t *testing.T, s *Server) *redis.Client {

@@ -35,10 +35,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
-	_ "github.com/pgcache/pgcache/backends/standard"
-	"github.com/pgcache/pgcache/conf"
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 	"github.com/pgcache/pgcache/internal/testenv"
 	"github.com/pgcache/pgcache/server"
 )
@@ -205,39 +202,5 @@ routes:
   - {name: postgres, prefix: "pg:", backend: pg, table: compat_kv, l1: {max_bytes: 16MiB}}
   - {name: valkey, prefix: "vk:", backend: vk}
 `, pg.DSN(), vk.Addr())
-	return startPgcacheWith(t, yaml)
-}
-
-// startPgcacheWith runs pgcache in-process with the YAML config yaml on
-// free loopback ports, and stops it at the end of the test.
-func startPgcacheWith(t *testing.T, yaml string) *server.Server {
-	t.Helper()
-	env := []string{
-		"PGCACHE_LISTEN__RESP=127.0.0.1:0",
-		"PGCACHE_LISTEN__HTTP=127.0.0.1:0",
-		"PGCACHE_LISTEN__ADMIN=127.0.0.1:0",
-	}
-	src := conf.Source{File: filepath.Join(t.TempDir(), "pgcache.yaml"), Environ: func() []string { return env }}
-	if err := os.WriteFile(src.File, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := conf.Load(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.New(context.Background(), cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("pgcache shutdown: %v", err)
-		}
-	})
-	return s
+	return pgcachetest.Start(t, server.New, pgcachetest.Config{YAML: yaml}).Server
 }

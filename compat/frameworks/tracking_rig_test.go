@@ -18,6 +18,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 	"github.com/pgcache/pgcache/internal/testenv"
 	"github.com/pgcache/pgcache/server"
 )
@@ -76,8 +77,8 @@ func startCSCRig(t *testing.T) *cscRig {
 	r := &cscRig{pool: pg.Pool(t), vk: testenv.RedisFor(t), redisCLI: cli}
 	// attach: auto fences the table when pgcache starts: it must exist.
 	testenv.Exec(t, r.pool, `CREATE TABLE csc_users (id bigint PRIMARY KEY, name text NOT NULL)`)
-	r.a = startPgcacheWith(t, cscConfig(pg.DSN(), r.vk.Addr(), cscAppA))
-	r.b = startPgcacheWith(t, cscConfig(pg.DSN(), r.vk.Addr(), cscAppB))
+	r.a = pgcachetest.Start(t, server.New, pgcachetest.Config{YAML: cscConfig(pg.DSN(), r.vk.Addr(), cscAppA)}).Server
+	r.b = pgcachetest.Start(t, server.New, pgcachetest.Config{YAML: cscConfig(pg.DSN(), r.vk.Addr(), cscAppB)}).Server
 	r.other, r.viaB = goredisClient(t, r.a), goredisClient(t, r.b)
 	if r.observer, err = valkey.NewClient(valkey.ClientOption{InitAddress: []string{r.a.Addr("resp")}, DisableCache: true}); err != nil {
 		t.Fatalf("valkey.NewClient: %v", err)

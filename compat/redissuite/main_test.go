@@ -4,11 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pgcache/pgcache/internal/testenv"
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testenv.RemovePgcacheBinary()
+	pgcachetest.RemoveBinary()
 	os.Exit(code)
 }

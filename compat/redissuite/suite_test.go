@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pgcache/pgcache/internal/pgcachetest"
 	"github.com/pgcache/pgcache/internal/testenv"
 )
 
@@ -137,61 +135,7 @@ func budget(t *testing.T) context.Context {
 // thousands of commands and scripts, which under -race took minutes.
 func startPgcache(t *testing.T) string {
 	t.Helper()
-	bin := testenv.PgcacheBinary(t)
-	var ports [3]int
-	for i := range ports {
-		p, err := testenv.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = p
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	cmd := exec.Command(bin, "run")
-	// The test's own PGCACHE_REDIS_SUITE_* settings are not pgcache's config.
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PGCACHE_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env,
-		"PGCACHE_LISTEN__RESP="+addr,
-		fmt.Sprintf("PGCACHE_LISTEN__HTTP=127.0.0.1:%d", ports[1]),
-		fmt.Sprintf("PGCACHE_LISTEN__ADMIN=127.0.0.1:%d", ports[2]),
-		"PGCACHE_LOG__LEVEL=warn")
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			nc.Close()
-			return addr
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("pgcache exited at start: %v\n%s", err, logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pgcache did not listen on %s within 30s:\n%s", addr, logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return pgcachetest.StartProcess(t, pgcachetest.Config{Env: []string{"PGCACHE_LOG__LEVEL=warn"}}).RESP
 }
 
 // baselineACL is what issue 17's baseline redis-server may run: the

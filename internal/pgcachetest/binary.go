@@ -1,4 +1,4 @@
-package testenv
+package pgcachetest
 
 import (
 	"fmt"
@@ -17,13 +17,13 @@ var (
 	binErr  error
 )
 
-// PgcacheBinary builds cmd/pgcache once per test binary, without the race
+// Binary builds cmd/pgcache once per test binary, without the race
 // detector and with -trimpath as `make build` has it (so the packages it
 // compiled are reused), and returns its path: tests that run pgcache as a
-// child process (the fault suite, Redis's own suite) serve at full speed
-// whatever flags the test binary has. The binary is left in a temporary
-// directory; RemovePgcacheBinary removes it.
-func PgcacheBinary(t testing.TB) string {
+// child process (StartProcess) serve at full speed whatever flags the test
+// binary has. The binary is left in a temporary directory; RemoveBinary
+// removes it.
+func Binary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		goTool, err := exec.LookPath("go")
@@ -54,8 +54,9 @@ func PgcacheBinary(t testing.TB) string {
 	return binPath
 }
 
-// RemovePgcacheBinary removes what PgcacheBinary built; a TestMain calls it.
-func RemovePgcacheBinary() {
+// RemoveBinary removes what Binary built; the TestMain of a package that
+// calls StartProcess calls it.
+func RemoveBinary() {
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
