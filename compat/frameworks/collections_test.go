@@ -15,8 +15,8 @@ import (
 
 // collectionPrograms drive libraries that keep Redis's data structures and
 // pub/sub rather than strings: each keeps its keys under names of its own
-// (Celery's "compat" queue, "limit:<id>", "rs:…"), so they run against a
-// server, or a catch-all route, of their own.
+// (Celery's "compat" queue, "limit:<id>", "rs:…", "asgi…"), so they run
+// against a server, or a catch-all route, of their own.
 var collectionPrograms = []program{
 	// sorted sets: a sliding-window rate limiter (npm ratelimiter on ioredis)
 	{"ratelimiter", "node", "ratelimit.js"},
@@ -28,13 +28,16 @@ var collectionPrograms = []program{
 	{"redis-sessions", "node", "redis_sessions.js"},
 	// pub/sub, classic and sharded: Socket.IO's Redis adapters (npm)
 	{"socket.io", "node", "socketio_adapter.js"},
+	// sorted sets as message queues (BZPOPMIN, Lua scripts) and pub/sub:
+	// Django Channels' Redis layers (Debian)
+	{"channels", "/usr/bin/python3", "channels_layer.py"},
 }
 
 // collectionNodePackages and collectionPythonModules are what the programs
 // load; install.sh installs them.
 var (
 	collectionNodePackages  = []string{"ioredis", "ratelimiter", "redis-sessions", "socket.io", "socket.io-client", "@socket.io/redis-adapter"}
-	collectionPythonModules = []string{"celery", "kombu", "redis"}
+	collectionPythonModules = []string{"celery", "kombu", "channels_redis", "redis"}
 )
 
 // TestCollectionFrameworks runs collectionPrograms against the targets

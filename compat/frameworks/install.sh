@@ -4,7 +4,9 @@
 # Idempotent: what is installed already is left as it is.
 #
 #   Python (Debian's /usr/bin/python3): Django + django-redis, Flask +
-#   Flask-Caching + cachelib, redis-py, Celery + kombu (its Redis broker).
+#   Flask-Caching + cachelib, redis-py, Celery + kombu (its Redis broker),
+#   channels_redis (Django Channels' layers; it brings hiredis, which
+#   redis-py then parses replies with).
 #   Ruby: ActiveSupport (RedisCacheStore) + redis-rb + connection_pool.
 #   Node (the machine's node, 20 here): node/package-lock.json (besides the
 #   cache stores: ioredis + ratelimiter, redis-sessions, socket.io with
@@ -18,8 +20,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 node_dir=${PGCACHE_COMPAT_NODE_DIR:-/var/cache/pgcache-test/node}
 
 apt_packages="python3 python3-django python3-django-redis python3-redis python3-flask
-python3-flask-caching python3-cachelib python3-celery python3-kombu ruby ruby-activesupport
-ruby-redis ruby-connection-pool"
+python3-flask-caching python3-cachelib python3-celery python3-kombu python3-channels-redis
+ruby ruby-activesupport ruby-redis ruby-connection-pool"
 
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
