@@ -20,8 +20,11 @@ Keys are Celery's own ("compat", "_kombu.binding.*", "unacked*",
 a catch-all route of its own.
 """
 
+import ctypes
+import gc
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,13 +69,21 @@ def until(bound, ok):
     return True
 
 
+def die_with_parent():
+    """In a worker, before it runs: SIGTERM (a warm shutdown, which ends
+    its pool) when this program dies, even killed by a test's timeout."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def start_worker(name):
     log = open(os.path.join(out, name.split("@")[0] + ".log"), "w")
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "celery_tasks", "worker", "-n", name,
          "--pool=prefork", "--concurrency=2", "-Q", "compat",
          "--without-mingle", "--without-gossip", "--without-heartbeat", "-l", "WARNING"],
-        cwd=here, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT)
+        cwd=here, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
+        preexec_fn=die_with_parent)
 
 
 def worker_logs():
@@ -205,5 +216,8 @@ if c.failed:
     if logs:
         print(logs, flush=True)
 shutil.rmtree(out, ignore_errors=True)
+# Results unsubscribe when collected: now, not while Python shuts down.
+sent.clear()
+gc.collect()
 app.close()
 c.done()
