@@ -30,7 +30,7 @@ class Checks {
     try {
       await fn();
     } catch (e) {
-      this.fail(`raised ${e && e.name}: ${e && e.message}`);
+      this.fail(`raised ${describe(e)}`);
     }
   }
 
@@ -65,6 +65,17 @@ class Checks {
   }
 }
 
+// describe names an error and, for an aborted transaction (ioredis's
+// EXECABORT, node-redis's MultiErrorReply), the errors of the commands that
+// aborted it: they say which command the server refused.
+function describe(e) {
+  if (!e) return String(e);
+  let s = `${e.name}: ${e.message}`;
+  const inner = e.previousErrors || (e.errorIndexes && e.replies && e.errorIndexes.map((i) => e.replies[i]));
+  if (Array.isArray(inner) && inner.length) s += ` (${inner.map((x) => (x && x.message) || String(x)).join("; ")})`;
+  return s;
+}
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-module.exports = { env, Checks, sleep };
+module.exports = { env, Checks, sleep, describe };

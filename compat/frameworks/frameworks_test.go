@@ -20,6 +20,11 @@
 //
 // tracking_test.go runs client libraries' own client-side caches (valkey-go,
 // node-redis, redis-py's RESP2 redirect) against pgcache's CLIENT TRACKING.
+//
+// collections_test.go runs libraries that keep hashes, sets, sorted sets and
+// lists or talk over pub/sub (a sliding-window rate limiter, Celery's Redis
+// broker, a hash session store, Socket.IO's Redis adapters, Django Channels'
+// layers).
 package frameworks
 
 import (

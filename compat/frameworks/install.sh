@@ -4,9 +4,13 @@
 # Idempotent: what is installed already is left as it is.
 #
 #   Python (Debian's /usr/bin/python3): Django + django-redis, Flask +
-#   Flask-Caching + cachelib, redis-py.
+#   Flask-Caching + cachelib, redis-py, Celery + kombu (its Redis broker),
+#   channels_redis (Django Channels' layers; it brings hiredis, which
+#   redis-py then parses replies with).
 #   Ruby: ActiveSupport (RedisCacheStore) + redis-rb + connection_pool.
-#   Node (the machine's node, 20 here): node/package-lock.json, installed
+#   Node (the machine's node, 20 here): node/package-lock.json (besides the
+#   cache stores: ioredis + ratelimiter, redis-sessions, socket.io with
+#   socket.io-client and @socket.io/redis-adapter), installed
 #   with `npm ci` into $PGCACHE_COMPAT_NODE_DIR (default
 #   /var/cache/pgcache-test/node), outside the repository; the tests put its
 #   node_modules on NODE_PATH.
@@ -16,7 +20,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 node_dir=${PGCACHE_COMPAT_NODE_DIR:-/var/cache/pgcache-test/node}
 
 apt_packages="python3 python3-django python3-django-redis python3-redis python3-flask
-python3-flask-caching python3-cachelib ruby ruby-activesupport ruby-redis ruby-connection-pool"
+python3-flask-caching python3-cachelib python3-celery python3-kombu python3-channels-redis
+ruby ruby-activesupport ruby-redis ruby-connection-pool"
 
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
