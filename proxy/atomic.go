@@ -123,6 +123,9 @@ func (c *conn) atomically(r *route.Route, keys []string, readOnly bool, body fun
 	var err error
 	if snap {
 		err = snapshot.ReadOnly(c.ctx, er, keys, run.fn)
+		if errors.Is(err, snapshot.ErrCollections) && ok { // a read of collections: locked, read whole
+			err = a.Atomically(c.ctx, keys, run.fn)
+		}
 	} else {
 		err = a.Atomically(c.ctx, keys, run.fn)
 	}

@@ -22,6 +22,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -209,6 +210,11 @@ func ReadOnly(ctx context.Context, er backends.ExpiryReader, keys []string, fn f
 			return err
 		}
 	}
+	for _, e := range state {
+		if e.Type != backends.TypeNone && e.Coll == nil {
+			return ErrCollections
+		}
+	}
 	writes, err := Run(keys, state, start, fn)
 	if err != nil {
 		return err
@@ -218,3 +224,8 @@ func ReadOnly(ctx context.Context, er backends.ExpiryReader, keys []string, fn f
 	}
 	return nil
 }
+
+// ErrCollections: ReadOnly read a key that holds a collection, which a
+// read of many keys with their lifetimes does not read whole. fn did not
+// run: the caller runs it as an atomic run (backends.Atomic), which does.
+var ErrCollections = errors.New("snapshot: a read-only run over collections")

@@ -57,10 +57,16 @@ func TestCollectionFrameworks(t *testing.T) {
 	}
 	env := programEnv(t)
 	needCollectionLibraries(t, env)
-	runAll := func(t *testing.T, addr string) {
+	// runAll runs every program against addr; pgcache says the target is
+	// pgcache (channels_layer.py asserts a documented refusal there).
+	runAll := func(t *testing.T, addr string, pgcache bool) {
 		for _, p := range collectionPrograms {
 			t.Run(p.name, func(t *testing.T) {
-				run(t, p, append(env, "REDIS_URL=redis://"+addr+"/0", "KEY_PREFIX="))
+				e := append(env, "REDIS_URL=redis://"+addr+"/0", "KEY_PREFIX=")
+				if pgcache {
+					e = append(e, "PGCACHE=1")
+				}
+				run(t, p, e)
 			})
 		}
 	}
@@ -68,13 +74,13 @@ func TestCollectionFrameworks(t *testing.T) {
 		t.Run(target, func(t *testing.T) {
 			switch target {
 			case "redis":
-				runAll(t, testenv.RedisFor(t).Addr())
+				runAll(t, testenv.RedisFor(t).Addr(), false)
 			case "pgcache":
 				t.Run("memory", func(t *testing.T) {
-					runAll(t, pgcachetest.Start(t, server.New, pgcachetest.Config{}).RESP)
+					runAll(t, pgcachetest.Start(t, server.New, pgcachetest.Config{}).RESP, true)
 				})
 				t.Run("postgres-l1", func(t *testing.T) {
-					runAll(t, pgcachetest.Start(t, server.New, pgcachetest.Config{YAML: postgresCatchAll(t)}).RESP)
+					runAll(t, pgcachetest.Start(t, server.New, pgcachetest.Config{YAML: postgresCatchAll(t)}).RESP, true)
 				})
 			default:
 				t.Fatalf("%s=%q: want a comma-separated list of redis and pgcache", targetEnv, os.Getenv(targetEnv))
