@@ -30,9 +30,13 @@ var demoChecks = []struct {
 	{command: "/postgres/get?id=42", want: "value 42"},
 	{command: "set session:abc token EX 60", want: "OK"},
 	{command: "ttl session:abc", want: "60"},
+	{command: "hset session:cart:7 apples 3 pears 2", want: "2"},
+	{command: "hincrby session:cart:7 apples 1", want: "4"},
+	{command: "hgetall session:cart:7", want: "apples\n4\npears\n2"},
 	{command: "incr counter:visits", want: fmt.Sprint(demoVisits + 1)},
 	{command: "get user:42", want: `"name":"user 42"`},
 	{command: "CRUD:pgcache.public.users:42", want: `"name":"user 42"`},
+	{command: "hget user:42 email", want: "@"},
 	{command: "UPDATE users SET name", want: "UPDATE 1"},
 	{command: "get user:42", want: demoNewName, eventually: true},
 	{command: "/debug/l1", want: demoNewName},
@@ -41,6 +45,7 @@ var demoChecks = []struct {
 	{command: "get valkey:hello", want: "world"},
 	{command: "set a b", want: "OK"},
 	{command: "/memory/get?id=a", want: "b"},
+	{command: "publish news hello", want: "message\nnews\nhello"},
 }
 
 // `pgcache demo` as a user runs it: it prints the cheat sheet, every

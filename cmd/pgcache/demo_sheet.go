@@ -34,6 +34,8 @@ routes:
   - {name: users, prefix: "user:", backend: pg, source_table: public.users, attach: auto, l1: {max_bytes: 16MiB}}
   - {name: valkey, prefix: "vk:", backend: vk}
   - {name: memory, prefix: "", backend: mem}
+# PUBLISH reaches the subscribers of every pgcache on this database
+pubsub: {backend: pg}
 `, resp, httpAddr, admin, level, dsn, valkeyAddr)
 }
 
@@ -82,9 +84,13 @@ try, from another terminal (redis-cli: apt-get install redis-tools; curl: apt-ge
 		{"curl -s '" + web + "/postgres/get?id=42'", "the same row over HTTP"},
 		{cli + " set session:abc token EX 60", "a session in the UNLOGGED table, for 60 s"},
 		{cli + " ttl session:abc", "its seconds left, computed by PostgreSQL's clock"},
+		{cli + " hset session:cart:7 apples 3 pears 2", "2: a hash in the UNLOGGED table, one row per field"},
+		{cli + " hincrby session:cart:7 apples 1", "4: that field's row changed, no other"},
+		{cli + " hgetall session:cart:7", "its fields and values, in the order they came"},
 		{cli + " incr counter:visits", fmt.Sprintf("%d, committed without waiting for the WAL flush", demoVisits+1)},
 		{cli + " get user:42", "row 42 as JSON: read from PostgreSQL, kept in the L1"},
 		{cli + " get '" + crud + "'", "the same row by its CRUD: key, from the L1"},
+		{cli + " hget user:42 email", "one column of row 42, read as a hash field"},
 		{s.Psql + " '" + s.PGDSN + "' -c \"UPDATE users SET name = '" + demoNewName + "' WHERE id = 42\"", "plain SQL, behind pgcache's back"},
 		{cli + " get user:42", "the new name, once the UPDATE's fence has dropped the L1 entry (milliseconds: at once after psql it may still be the old one)"},
 		{"curl -s " + adm + "/debug/l1", "what the L1 holds now"},
@@ -93,6 +99,8 @@ try, from another terminal (redis-cli: apt-get install redis-tools; curl: apt-ge
 		{"redis-cli -p " + vkPort + " get valkey:hello", "… under the route's name"},
 		{cli + " set a b", "anything else: in-process memory"},
 		{"curl -s '" + web + "/memory/get?id=a'", "b"},
+		{"(timeout 2 " + cli + " subscribe news &) ; sleep 0.5 ; " + cli + " publish news hello ; sleep 0.5",
+			"1, and a second redis-cli, subscribed, prints the message (in another terminal: " + cli + " subscribe news)"},
 	} {
 		fmt.Fprintf(w, "  %s  # %s\n", c[0], c[1])
 	}
