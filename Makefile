@@ -83,7 +83,7 @@ test-deps: test-packages
 	@compat/frameworks/install.sh
 	@compat/redissuite/install.sh >/dev/null
 
-## redis-suite: Redis's own Tcl tests of issues 17 and 18's units (compat/redissuite,
+## redis-suite: Redis's own Tcl tests of the units pgcache is measured by (compat/redissuite,
 ## the suite from Debian's redis source package) against pgcache, every test
 ## listed; REDIS_SUITE_TARGET=redis runs them against the baseline instead,
 ## redis-server limited by ACL to pgcache's commands;
