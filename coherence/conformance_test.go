@@ -1,10 +1,12 @@
 package coherence
 
 import (
+	"context"
 	"testing"
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/backendtest"
+	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/route"
 )
 
@@ -37,3 +39,64 @@ func (unclosed) Close() error { return nil }
 
 // Unwrap lets backends.As find the tier's capabilities.
 func (u unclosed) Unwrap() backends.Backend { return u.Backend }
+
+// TestConformanceReadsFromL1: the tier serves a collection's reads from
+// L1, so the conformance runs above read collections there, not only
+// through to PostgreSQL; a write through the tier drops its copy.
+func TestConformanceReadsFromL1(t *testing.T) {
+	a := newInstance(t, "conformance_l1")
+	ctx := context.Background()
+	do := func(words ...string) coll.Command {
+		t.Helper()
+		args := make([][]byte, len(words))
+		for i, w := range words {
+			args[i] = []byte(w)
+		}
+		var op coll.Command
+		var err error
+		switch words[0] {
+		case "hset":
+			op, err = coll.ParseHSet(args)
+		case "hget":
+			op, err = coll.ParseHGet(args)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.tier.Do(ctx, []string{words[1]}, op); err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	hget := func(want string) {
+		t.Helper()
+		var r bulkReply
+		do("hget", "h", "f").Reply(&r)
+		if r.bulk != want {
+			t.Fatalf("HGET h f = %q, want %q", r.bulk, want)
+		}
+	}
+	do("hset", "h", "f", "1")
+	hget("1")
+	hits := a.tier.Stats.Hits.Load()
+	hget("1")
+	if a.tier.Stats.Hits.Load() != hits+1 {
+		t.Fatalf("the second HGET was not served from L1 (hits %d, then %d)", hits, a.tier.Stats.Hits.Load())
+	}
+	do("hset", "h", "f", "2")
+	hget("2")
+}
+
+// bulkReply keeps a reply's bulk.
+type bulkReply struct{ bulk string }
+
+func (r *bulkReply) RESP3() bool    { return false }
+func (r *bulkReply) Int(int64)      {}
+func (r *bulkReply) Bulk(b []byte)  { r.bulk = string(b) }
+func (r *bulkReply) Status(string)  {}
+func (r *bulkReply) Null()          {}
+func (r *bulkReply) NullArray()     {}
+func (r *bulkReply) Array(int)      {}
+func (r *bulkReply) Map(int)        {}
+func (r *bulkReply) Set(int)        {}
+func (r *bulkReply) Double(float64) {}
