@@ -28,6 +28,7 @@ type Store struct {
 	notes   *notifier             // the route's expiries and evictions (notify.go)
 	cursors *cursor.Table[*scan]  // the route's scans under way (keyspace.go)
 	moves   *sync.Mutex           // serialises the route's copies (keyspace.go)
+	solo    *sync.Mutex           // a Scratch's: serialises its writes of collections (coll.go); nil otherwise
 	limits  *coll.Limits          // encoding thresholds (OBJECT ENCODING); nil: Redis's defaults
 	release func()
 	closed  sync.Once
