@@ -31,11 +31,10 @@ import (
 // scripts run again under "Generic/", each Op's type hidden, so a store
 // that has statements of its own for some commands runs its generic path
 // too.
-func Run(t *testing.T, open func(t *testing.T) backends.Backend, opts ...Option) {
-	o := newOptions(opts)
+func Run(t *testing.T, open func(t *testing.T) backends.Backend) {
 	run(t, open)
 	t.Run("Keyspace", func(t *testing.T) { runKeyspace(t, open) })
-	t.Run("Collections", func(t *testing.T) { runCollections(t, open, o) })
+	t.Run("Collections", func(t *testing.T) { runCollections(t, open) })
 	t.Run("Generic", func(t *testing.T) {
 		generic := func(t *testing.T) backends.Backend { return genericOnly{open(t)} }
 		run(t, generic)
@@ -43,8 +42,8 @@ func Run(t *testing.T, open func(t *testing.T) backends.Backend, opts ...Option)
 	})
 }
 
-// Option tells the suite what a store does where the contract lets
-// stores differ.
+// Option tells RunAtomic what a store does where the contract lets stores
+// differ.
 type Option func(*options)
 
 type options struct {
