@@ -3,6 +3,7 @@ package coherence
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/backendtest"
@@ -77,11 +78,14 @@ func TestConformanceReadsFromL1(t *testing.T) {
 		}
 	}
 	do("hset", "h", "f", "1")
-	hget("1")
+	// The write's own fence, when it comes, drops what a read filled
+	// before it: a later read fills again, and the one after it hits.
 	hits := a.tier.Stats.Hits.Load()
-	hget("1")
-	if a.tier.Stats.Hits.Load() != hits+1 {
-		t.Fatalf("the second HGET was not served from L1 (hits %d, then %d)", hits, a.tier.Stats.Hits.Load())
+	for deadline := time.Now().Add(10 * time.Second); a.tier.Stats.Hits.Load() == hits; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no HGET of the hash was served from L1 within 10s")
+		}
+		hget("1")
 	}
 	do("hset", "h", "f", "2")
 	hget("2")
