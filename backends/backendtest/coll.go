@@ -46,6 +46,7 @@ func runCollections(t *testing.T, open func(t *testing.T) backends.Backend) {
 		{"StringCommands", testCollStringCommands},
 		{"SetReplaces", testCollSetReplaces},
 		{"DelExists", testCollDelExists},
+		{"EmptyKey", testCollEmptyKey},
 		{"TTL", testCollTTL},
 		{"Expiry", testCollExpiry},
 		{"Copy", testCollCopy},

@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -396,4 +397,19 @@ func eventuallyWithin(t *testing.T, bound time.Duration, what string, cond func(
 		}
 	}
 	t.Fatalf("%s did not happen within %v", what, bound)
+}
+
+// testCollEmptyKey: the empty key holds a collection as any other. (Other
+// subtests may share the store: this one deletes it first and last.)
+func testCollEmptyKey(t *testing.T, b backends.Backend) {
+	del(t, b, "")
+	t.Cleanup(func() { b.Del(context.Background(), []string{""}) })
+	expect(t, b, "HSET '' f v", ":1")
+	expect(t, b, "HGET '' f", "$1 v")
+	expect(t, b, "TYPE ''", "+hash")
+	expect(t, b, "EXISTS ''", ":1")
+	expect(t, b, "DEL ''", ":1")
+	expect(t, b, "RPUSH '' a", ":1")
+	expect(t, b, "LPOP ''", "$1 a")
+	expect(t, b, "EXISTS ''", ":0")
 }
