@@ -29,7 +29,8 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestAtomicConformance runs atomic runs through the wrapper.
+// TestAtomicConformance runs atomic runs through the wrapper (over the
+// memory store, which keeps a failed run's changes in place).
 func TestAtomicConformance(t *testing.T) {
 	d := memory.NewDriver("mem", 64<<20)
 	t.Cleanup(func() { d.Close() })
@@ -44,7 +45,7 @@ func TestAtomicConformance(t *testing.T) {
 		}
 		t.Cleanup(func() { tab.Close() })
 		return tab.ByName(t.Name()).Backend
-	})
+	}, backendtest.InPlaceKept())
 }
 
 // TestCapabilitiesThroughWrapper: optional capabilities of the backend are

@@ -13,9 +13,11 @@ import (
 )
 
 // RunAtomic runs the contract of backends.Atomic against a store that has
-// it (found with backends.As). Each subtest's keys share a hash tag, so a
-// cluster puts them in one slot.
-func RunAtomic(t *testing.T, open func(t *testing.T) backends.Backend) {
+// it (found with backends.As), collections included (coll_atomic.go).
+// Each subtest's keys share a hash tag, so a cluster puts them in one
+// slot.
+func RunAtomic(t *testing.T, open func(t *testing.T) backends.Backend, opts ...Option) {
+	o := newOptions(opts)
 	for _, tc := range []struct {
 		name string
 		fn   func(t *testing.T, b backends.Backend, a backends.Atomic)
@@ -25,6 +27,11 @@ func RunAtomic(t *testing.T, open func(t *testing.T) backends.Backend) {
 		{"Undeclared", testAtomicUndeclared},
 		{"TTL", testAtomicTTL},
 		{"Concurrent", testAtomicConcurrent},
+		{"CollReadsOwnWrites", testAtomicCollReadsOwnWrites},
+		{"CollErrorWritesNothing", func(t *testing.T, b backends.Backend, a backends.Atomic) {
+			testAtomicCollErrorWritesNothing(t, b, a, o)
+		}},
+		{"CollConcurrent", testAtomicCollConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := open(t)

@@ -96,7 +96,17 @@ func (it *item) weight() uint64 {
 // Do runs op on its keys' values. One key: a read under the value's read
 // lock, a write under the key's stripe and otter's compute. Several keys:
 // with their stripes held, as an atomic run holds them.
+//
+// A Scratch has no stripes (its user is one run, usually), yet it answers
+// as a Store does to writers on several goroutines: its writes of
+// collections take turns (solo). Without that, a write of several keys
+// would write back, after it let their values go, a value another write
+// was changing, or put back a key another write had just replaced.
 func (s *Store) Do(ctx context.Context, keys []string, op backends.Op) error {
+	if s.solo != nil && op.Writes() != backends.ReadOnly {
+		s.solo.Lock()
+		defer s.solo.Unlock()
+	}
 	if len(keys) == 1 {
 		if op.Writes() == backends.ReadOnly {
 			return s.doRead(keys[0], op)

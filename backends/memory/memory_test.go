@@ -248,10 +248,12 @@ func BenchmarkSetSpread(b *testing.B) {
 	}
 }
 
+// TestAtomicConformance: a failed run keeps what it changed in place in a
+// collection, as a failed Redis script does (coll.go).
 func TestAtomicConformance(t *testing.T) {
 	backendtest.RunAtomic(t, func(t *testing.T) backends.Backend {
 		d := NewDriver("mem", 64<<20)
 		t.Cleanup(func() { d.Close() })
 		return open(t, d, "r")
-	})
+	}, backendtest.InPlaceKept())
 }

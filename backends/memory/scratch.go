@@ -28,7 +28,8 @@ type Scratch struct {
 var scratches = sync.Pool{New: func() any {
 	c := otter.Must(&otter.Options[string, *item]{Executor: inline})
 	// A zero Sweeper is never started: Wrote only records a deadline.
-	return &Scratch{Store: &Store{c: c, sweep: &sweep.Sweeper[*item]{}, cursors: newCursors(), moves: new(sync.Mutex), release: func() {}}}
+	return &Scratch{Store: &Store{c: c, sweep: &sweep.Sweeper[*item]{}, cursors: newCursors(), moves: new(sync.Mutex),
+		solo: new(sync.Mutex), release: func() {}}}
 }}
 
 // NewScratch returns an empty Scratch. Close it when done, and use it no

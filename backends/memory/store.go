@@ -28,6 +28,7 @@ type Store struct {
 	cursors *cursor.Table[*scan]  // the route's scans under way (keyspace.go)
 	moves   *sync.Mutex           // serialises the route's copies (keyspace.go)
 	enc     *backends.Encodings   // the server's encoding thresholds (OBJECT ENCODING); nil: Redis's
+	solo    *sync.Mutex           // a Scratch's: serialises its writes of collections (coll.go); nil otherwise
 	release func()
 	closed  sync.Once
 	txs     sync.Pool // of *memTx: atomic runs' views (atomic.go)

@@ -59,10 +59,12 @@ func (s *KV) native(context.Context, []string, backends.Op) (done bool, err erro
 }
 
 // readRun runs a read-only op on its keys as one statement reads them.
+// The statement reads each key once (unique); the Op runs on keys as they
+// came, which its View indexes (SDIFF b a is not SDIFF a b).
 func (s *KV) readRun(ctx context.Context, keys []string, op backends.Op) error {
-	keys = snapshot.Unique(keys)
-	params := make([]any, len(keys))
-	for i, k := range keys {
+	unique := snapshot.Unique(keys)
+	params := make([]any, len(unique))
+	for i, k := range unique {
 		p, err := s.key.param(k)
 		if err != nil {
 			return opError(ctx, s.where, op.Name(), err)
@@ -74,13 +76,13 @@ func (s *KV) readRun(ctx context.Context, keys []string, op backends.Op) error {
 	start := time.Now()
 	err := s.do(ctx, op.Name(), func(ctx context.Context) error {
 		var err error
-		state, err = s.load(ctx, s.pool, s.coll.load, arr, keys)
+		state, err = s.load(ctx, s.pool, s.coll.load, arr, unique)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	_, err = snapshot.Run(keys, state, start, func(tx backends.Backend) error {
+	_, err = snapshot.Run(unique, state, start, func(tx backends.Backend) error {
 		return tx.Do(ctx, keys, op)
 	})
 	return err

@@ -16,7 +16,7 @@ func TestConformance(t *testing.T) {
 			table := uniqueTable(t)
 			backendtest.Run(t, func(t *testing.T) backends.Backend {
 				return openKV(t, d, table, durability, "")
-			})
+			}, backendtest.EncodingFromSize())
 		})
 	}
 }

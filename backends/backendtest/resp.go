@@ -1,0 +1,290 @@
+package backendtest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
+)
+
+// Replies rendered in RESP, as the RESP front writes them: a collection
+// command's reply is compared as the bytes a client would read.
+
+// respWriter is a coll.Writer that writes RESP2 or RESP3.
+type respWriter struct {
+	proto int
+	buf   bytes.Buffer
+}
+
+func (w *respWriter) RESP3() bool     { return w.proto == 3 }
+func (w *respWriter) Int(n int64)     { fmt.Fprintf(&w.buf, ":%d\r\n", n) }
+func (w *respWriter) Bulk(b []byte)   { fmt.Fprintf(&w.buf, "$%d\r\n%s\r\n", len(b), b) }
+func (w *respWriter) Status(s string) { fmt.Fprintf(&w.buf, "+%s\r\n", s) }
+func (w *respWriter) Error(s string)  { fmt.Fprintf(&w.buf, "-%s\r\n", s) }
+
+func (w *respWriter) Null() {
+	if w.proto == 3 {
+		w.buf.WriteString("_\r\n")
+		return
+	}
+	w.buf.WriteString("$-1\r\n")
+}
+
+func (w *respWriter) NullArray() {
+	if w.proto == 3 {
+		w.buf.WriteString("_\r\n")
+		return
+	}
+	w.buf.WriteString("*-1\r\n")
+}
+
+func (w *respWriter) Array(n int) { fmt.Fprintf(&w.buf, "*%d\r\n", n) }
+
+func (w *respWriter) Map(n int) {
+	if w.proto == 3 {
+		fmt.Fprintf(&w.buf, "%%%d\r\n", n)
+		return
+	}
+	fmt.Fprintf(&w.buf, "*%d\r\n", 2*n)
+}
+
+func (w *respWriter) Set(n int) {
+	if w.proto == 3 {
+		fmt.Fprintf(&w.buf, "~%d\r\n", n)
+		return
+	}
+	fmt.Fprintf(&w.buf, "*%d\r\n", n)
+}
+
+// Double is a score as Redis 7.0 writes one: RESP3's double of %.17g,
+// RESP2's bulk (FormatScore).
+func (w *respWriter) Double(f float64) {
+	if w.proto == 3 {
+		switch {
+		case math.IsInf(f, 1):
+			w.buf.WriteString(",inf\r\n")
+		case math.IsInf(f, -1):
+			w.buf.WriteString(",-inf\r\n")
+		default:
+			fmt.Fprintf(&w.buf, ",%s\r\n", strconv.FormatFloat(f, 'g', 17, 64))
+		}
+		return
+	}
+	w.Bulk([]byte(coll.FormatScore(f)))
+}
+
+func (w *respWriter) Bool(b bool) {
+	switch {
+	case w.proto != 3:
+		w.Int(map[bool]int64{false: 0, true: 1}[b])
+	case b:
+		w.buf.WriteString("#t\r\n")
+	default:
+		w.buf.WriteString("#f\r\n")
+	}
+}
+
+// reply writes r, a reply a store passed on, as the RESP front does
+// (proxy's writeReply): nullArray says what a null is in RESP2.
+func (w *respWriter) reply(r backends.Reply, nullArray bool) {
+	switch r.Kind {
+	case backends.ReplyStatus:
+		w.Status(string(r.Str))
+	case backends.ReplyError:
+		w.Error(string(r.Str))
+	case backends.ReplyInt:
+		w.Int(r.Int)
+	case backends.ReplyBulk:
+		w.Bulk(r.Str)
+	case backends.ReplyNull:
+		if nullArray {
+			w.NullArray()
+		} else {
+			w.Null()
+		}
+	case backends.ReplyDouble:
+		w.Double(r.Float)
+	case backends.ReplyBool:
+		w.Bool(r.Int != 0)
+	case backends.ReplyArray, backends.ReplySet, backends.ReplyMap:
+		switch r.Kind {
+		case backends.ReplyArray:
+			w.Array(len(r.Elems))
+		case backends.ReplySet:
+			w.Set(len(r.Elems))
+		default:
+			w.Map(len(r.Elems) / 2)
+		}
+		for _, e := range r.Elems {
+			w.reply(e, false)
+		}
+	default:
+		w.Error(fmt.Sprintf("ERR test: a passed reply of kind %d", r.Kind))
+	}
+}
+
+// errorReply is err as the RESP front answers it: a Refusal and
+// ErrWrongType in Redis's words; any other error is the store's failure,
+// which no reference answers.
+func errorReply(err error) []byte {
+	var r backends.Refusal
+	switch {
+	case errors.As(err, &r):
+		return []byte("-" + string(r) + "\r\n")
+	case errors.Is(err, backends.ErrWrongType):
+		return []byte("-" + backends.ErrWrongType.Error() + "\r\n")
+	}
+	return []byte("-ERR store failed: " + strings.ReplaceAll(err.Error(), "\r\n", " ") + "\r\n")
+}
+
+// node is a parsed RESP reply: its header line (with a bulk's body after
+// "\r\n"), and its elements for an aggregate (a map's keys and values
+// alternate).
+type node struct {
+	line  string
+	elems []node
+}
+
+func parseReply(b []byte) (node, error) {
+	br := bufio.NewReader(bytes.NewReader(b))
+	n, err := readNode(br)
+	if err == nil && br.Buffered() > 0 {
+		err = fmt.Errorf("%d bytes after the reply", br.Buffered())
+	}
+	return n, err
+}
+
+func readNode(br *bufio.Reader) (node, error) {
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return node{}, err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if line == "" {
+		return node{}, errors.New("an empty line")
+	}
+	n := node{line: line}
+	count, _ := strconv.Atoi(line[1:])
+	switch line[0] {
+	case '$', '=', '!':
+		if count >= 0 {
+			body := make([]byte, count+2)
+			if _, err := io.ReadFull(br, body); err != nil {
+				return n, err
+			}
+			n.line += "\r\n" + string(body[:count])
+		}
+	case '*', '~', '>', '%', '|':
+		if line[0] == '%' || line[0] == '|' {
+			count *= 2
+		}
+		for range max(count, 0) {
+			e, err := readNode(br)
+			if err != nil {
+				return n, err
+			}
+			n.elems = append(n.elems, e)
+		}
+	}
+	return n, nil
+}
+
+func (n node) String() string {
+	var b strings.Builder
+	n.write(&b)
+	return b.String()
+}
+
+func (n node) write(b *strings.Builder) {
+	b.WriteString(n.line)
+	b.WriteString("\r\n")
+	for _, e := range n.elems {
+		e.write(b)
+	}
+}
+
+func (n node) isError() bool { return n.line[0] == '-' }
+
+// null reports whether n is a null: RESP2's nil bulk or array, RESP3's.
+func (n node) null() bool { return n.line == "$-1" || n.line == "*-1" || n.line == "_" }
+
+// aggregate reports whether n has elements (an array, set or map).
+func (n node) aggregate() bool {
+	switch n.line[0] {
+	case '*', '~', '%', '>', '|':
+		return !strings.HasPrefix(n.line, "*-")
+	}
+	return false
+}
+
+// shape is n without its scalars' contents: the kinds and sizes of its
+// aggregates, the kinds of its scalars.
+func (n node) shape() string {
+	var b strings.Builder
+	var walk func(n node)
+	walk = func(n node) {
+		if n.aggregate() || n.null() {
+			b.WriteString(n.line)
+		} else {
+			b.WriteByte(n.line[0])
+		}
+		b.WriteByte(' ')
+		for _, e := range n.elems {
+			walk(e)
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+// leaves are n's scalars in order, nulls left out, each as its text: a bulk's body, a
+// double's or an integer's digits (so RESP2's bulk score and RESP3's
+// double read the same).
+func (n node) leaves() []string {
+	var out []string
+	var walk func(n node)
+	walk = func(n node) {
+		switch {
+		case n.null():
+			return
+		case n.aggregate():
+			for _, e := range n.elems {
+				walk(e)
+			}
+			return
+		}
+		_, body, ok := strings.Cut(n.line, "\r\n")
+		if !ok {
+			body = n.line[1:]
+		}
+		out = append(out, body)
+	}
+	walk(n)
+	return out
+}
+
+// chunks are n's leaves in groups of width (a field and its value), each
+// group as one string.
+func (n node) chunks(width int) []string {
+	l := n.leaves()
+	out := make([]string, 0, len(l)/width)
+	for i := 0; i+width <= len(l); i += width {
+		out = append(out, strings.Join(l[i:i+width], "\x00"))
+	}
+	return out
+}
+
+// short cuts a long reply or command for a failure's message.
+func short(s string) string {
+	if len(s) > 600 {
+		return s[:600] + fmt.Sprintf("…(%d bytes)", len(s))
+	}
+	return s
+}

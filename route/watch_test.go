@@ -1,0 +1,101 @@
+package route
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
+	"github.com/pgcache/pgcache/backends/memory"
+)
+
+// TestWatchCollections: a command on collections that writes, through the
+// route's wrapper or an atomic run on it, changes WATCH's mark of the keys
+// it may write (all of them, or a *STORE's destination alone), whether or
+// not it changed them (a needless abort costs a client a retry); one that
+// only reads changes none.
+func TestWatchCollections(t *testing.T) {
+	d := memory.NewDriver("mem", 1<<20)
+	t.Cleanup(func() { d.Close() })
+	b, err := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := NewTable([]*Route{{Name: "r", Backend: b, BackendName: "mem"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tab.Close() })
+	r := tab.ByName("r")
+	ctx := context.Background()
+	do := func(b backends.Backend, words ...string) {
+		t.Helper()
+		args := make([][]byte, len(words))
+		for i, w := range words {
+			args[i] = []byte(w)
+		}
+		var parse coll.Parser
+		for _, c := range coll.Commands {
+			if c.Name == words[0] {
+				parse = c.Parse
+			}
+		}
+		op, err := parse(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := make([]string, 0, len(op.Request().KeyAt))
+		for _, at := range op.Request().KeyAt {
+			keys = append(keys, words[at])
+		}
+		if err := b.Do(ctx, keys, op); err != nil {
+			t.Fatalf("%q: %v", words, err)
+		}
+	}
+	// A source and a destination in buckets of their own, so a write of
+	// one cannot look like a write of the other.
+	src, dst := "src", "dst"
+	for i := 0; r.watch.bucket(src) == r.watch.bucket(dst); i++ {
+		dst = "dst" + string(rune('a'+i))
+	}
+	do(r.Backend, "sadd", src, "a", "b")
+
+	for _, tc := range []struct {
+		name    string
+		write   func(b backends.Backend)
+		changed map[string]bool
+	}{
+		{"read", func(b backends.Backend) { do(b, "sunion", src, dst) }, map[string]bool{src: false, dst: false}},
+		{"write", func(b backends.Backend) { do(b, "sadd", src, "c") }, map[string]bool{src: true, dst: false}},
+		{"store", func(b backends.Backend) { do(b, "sunionstore", dst, src) }, map[string]bool{src: false, dst: true}},
+		{"move", func(b backends.Backend) { do(b, "smove", src, dst, "a") }, map[string]bool{src: true, dst: true}},
+		{"hash", func(b backends.Backend) { do(b, "hset", dst+"h", "f", "v") }, map[string]bool{dst + "h": true}},
+		{"list", func(b backends.Backend) { do(b, "lpush", src+"l", "x") }, map[string]bool{src + "l": true}},
+		{"zset", func(b backends.Backend) { do(b, "zincrby", src+"z", "1", "m") }, map[string]bool{src + "z": true}},
+	} {
+		for _, inRun := range []bool{false, true} {
+			marks := map[string]Mark{}
+			for k := range tc.changed {
+				marks[k] = r.Watch(ctx, k)
+			}
+			if inRun {
+				keys := []string{src, dst, dst + "h", src + "l", src + "z"}
+				err := r.Backend.(backends.Atomic).Atomically(ctx, keys, func(tx backends.Backend) error {
+					tc.write(tx)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				tc.write(r.Backend)
+			}
+			for k, want := range tc.changed {
+				if got := r.Changed(k, marks[k]); got != want {
+					t.Errorf("%s (in a run: %v): Changed(%s) = %v, want %v", tc.name, inRun, k, got, want)
+				}
+				r.Unwatch()
+			}
+		}
+	}
+}
