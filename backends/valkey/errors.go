@@ -55,6 +55,8 @@ func (d *Driver) fail(parent context.Context, op string, err error) error {
 	if verr, ok := valkey.IsValkeyErr(err); ok {
 		msg := verr.Error()
 		switch {
+		case strings.HasPrefix(msg, "WRONGTYPE"):
+			return fmt.Errorf("%s: %w", op, backends.ErrWrongType)
 		case strings.Contains(msg, notIntegerText):
 			return fmt.Errorf("%s: %w", op, backends.ErrNotInteger)
 		case strings.Contains(msg, overflowText):
