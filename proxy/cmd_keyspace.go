@@ -242,35 +242,29 @@ func cmdScan(c *conn, args [][]byte) {
 			return
 		}
 	}
-	next, keys, r, err := c.scan(cur, match, int(min(count, math.MaxInt32)))
+	next, keys, r, err := c.scan(cur, match, int(min(count, math.MaxInt32)), want)
 	if err != nil {
 		c.backendErr(r, err)
 		return
 	}
-	if want != backends.TypeNone {
-		if keys, ok = c.ofType(keys, want); !ok {
-			return
-		}
-	}
 	c.writeScan(next, keys)
 }
 
-// ofType keeps the keys (as the client spells them) that hold a value of
-// type want: SCAN … TYPE, which Redis too filters after the scan. ok is
-// false, answered, when a store failed.
-func (c *conn) ofType(keys []string, want backends.Type) (kept []string, ok bool) {
-	kept = keys[:0]
-	for _, k := range keys {
-		args := [][]byte{[]byte("type"), []byte(k)}
+// ofType keeps the keys (RESP names) of a route's page that hold a value
+// of type want: SCAN … TYPE, which Redis too filters after the scan.
+func (c *conn) ofType(r *route.Route, names []string, want backends.Type) ([]string, error) {
+	kept := names[:0]
+	for _, name := range names {
+		args := [][]byte{[]byte("type"), []byte(name)}
 		op, _ := coll.ParseType(args)
-		if !c.doOne(args, op) {
-			return nil, false
+		if err := r.Backend.Do(c.ctx, []string{name[len(r.Prefixes[0]):]}, op); err != nil {
+			return nil, err
 		}
 		if op.(*coll.TypeOf).Of() == want {
-			kept = append(kept, k)
+			kept = append(kept, name)
 		}
 	}
-	return kept, true
+	return kept, nil
 }
 
 func (c *conn) writeScan(next uint64, keys []string) {
@@ -283,9 +277,10 @@ func (c *conn) writeScan(next uint64, keys []string) {
 }
 
 // scan runs one step of a scan over the routes: the route the cursor names
-// is asked for a page; when it is done the next route is started (in the
-// same call while pages come back empty). On error r is the route.
-func (c *conn) scan(cur uint64, match string, count int) (next uint64, keys []string, r *route.Route, err error) {
+// is asked for a page, of keys that hold a value of type want unless that
+// is TypeNone; when it is done the next route is started (in the same call
+// while pages come back empty). On error r is the route.
+func (c *conn) scan(cur uint64, match string, count int, want backends.Type) (next uint64, keys []string, r *route.Route, err error) {
 	routes := c.t.Routes()
 	idx, rc := int(cur%scanRoutes), cur>>scanRouteBits
 	for ; idx < min(len(routes), scanRoutes); idx, rc = idx+1, 0 {
@@ -303,7 +298,15 @@ func (c *conn) scan(cur uint64, match string, count int) (next uint64, keys []st
 		if err != nil {
 			return 0, nil, r, err
 		}
+		mark := len(keys)
 		keys = c.ownKeys(keys, r, prefix, page, match, exact)
+		if want != backends.TypeNone {
+			kept, err := c.ofType(r, keys[mark:], want)
+			if err != nil {
+				return 0, nil, r, err
+			}
+			keys = keys[:mark+len(kept)]
+		}
 		if n != 0 {
 			return n<<scanRouteBits | uint64(idx), keys, nil, nil
 		}
@@ -413,7 +416,7 @@ func cmdKeys(c *conn, args [][]byte) {
 	var keys []string
 	var cur uint64
 	for {
-		next, page, r, err := c.scan(cur, match, keysPage)
+		next, page, r, err := c.scan(cur, match, keysPage, backends.TypeNone)
 		if err != nil {
 			c.backendErr(r, err)
 			return
