@@ -74,21 +74,36 @@ func (r *runner) writeConfig(path string, e *Engine, listen map[string]string) e
 // process or as a child, and waits until /readyz says every backend can
 // serve. tag names the run's files (config, log).
 func (r *runner) startPgcache(ctx context.Context, e *Engine, tag string) (instance.Instance, error) {
-	cfgPath := filepath.Join(r.o.Out, "config", tag+".yaml")
-	logPath := filepath.Join(r.o.Out, "logs", tag+".log")
-	listen := map[string]string{"http": r.o.HTTPAddr, "resp": r.o.RESPAddr, "admin": DefaultListen}
-	if r.o.Server == ServerChild {
-		// A child is told its ports: with port 0 only it would know them.
-		for front, a := range listen {
-			if strings.HasSuffix(a, ":0") {
-				port, err := testenv.FreePort()
-				if err != nil {
-					return nil, err
+	for attempt := 1; ; attempt++ {
+		listen := map[string]string{"http": r.o.HTTPAddr, "resp": r.o.RESPAddr, "admin": DefaultListen}
+		chosen := false
+		if r.o.Server == ServerChild {
+			// A child is told its ports: with port 0 only it would know them.
+			for front, a := range listen {
+				if strings.HasSuffix(a, ":0") {
+					port, err := testenv.FreePort()
+					if err != nil {
+						return nil, err
+					}
+					listen[front] = net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+					chosen = true
 				}
-				listen[front] = net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
 			}
 		}
+		inst, err := r.startOn(ctx, e, tag, listen)
+		// A port chosen here may be taken by another process before the
+		// child binds it: choose again.
+		if err != nil && chosen && attempt < 3 && strings.Contains(err.Error(), "address already in use") {
+			continue
+		}
+		return inst, err
 	}
+}
+
+// startOn is startPgcache on the given listen addresses.
+func (r *runner) startOn(ctx context.Context, e *Engine, tag string, listen map[string]string) (instance.Instance, error) {
+	cfgPath := filepath.Join(r.o.Out, "config", tag+".yaml")
+	logPath := filepath.Join(r.o.Out, "logs", tag+".log")
 	if err := r.writeConfig(cfgPath, e, listen); err != nil {
 		return nil, err
 	}
