@@ -64,6 +64,20 @@ def step(name):
     return run
 
 
+async def subscribed(channel, n=1):
+    """Waits until the server has n subscriptions to channel: redis-py's
+    subscribe sends SUBSCRIBE without waiting for its confirmation, so a
+    send right after new_channel or group_add may reach the server, on the
+    other connection, before the SUBSCRIBE does, and be lost (on Redis too;
+    a loaded machine widens the window)."""
+    for _ in range(100):
+        (_, have), = r.pubsub_numsub(channel)
+        if have >= n:
+            return
+        await asyncio.sleep(0.05)
+    c.true("subscribed", False, f"{channel}: {have} subscribers after 5 s, want {n}")
+
+
 async def nothing(layer, channel):
     """Whether no message comes on channel within QUIET."""
     try:
@@ -225,10 +239,12 @@ async def _():
     try:
         ca = await a.new_channel()
         cb = await b.new_channel()
+        await subscribed(cb)
         await a.send(cb, {"type": "direct", "n": 1})
         c.eq("direct", await asyncio.wait_for(b.receive(cb), WAIT), {"type": "direct", "n": 1})
         await a.group_add("lobby", ca)
         await b.group_add("lobby", cb)
+        await subscribed(a._get_group_channel_name("lobby"), 2)
         for i in range(10):
             await a.group_send("lobby", {"type": "chat", "n": i})
         for name, layer, ch in (("a", a, ca), ("b", b, cb)):
