@@ -31,12 +31,6 @@ func (s *KV) Do(ctx context.Context, keys []string, op backends.Op) error {
 	})
 }
 
-// native runs the Ops that have statements of their own; done is false
-// for the others.
-func (s *KV) native(context.Context, []string, backends.Op) (done bool, err error) {
-	return false, nil
-}
-
 // readRun runs a read-only op on its keys as one statement reads them.
 func (s *KV) readRun(ctx context.Context, keys []string, op backends.Op) error {
 	keys = snapshot.Unique(keys)
