@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"regexp"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -17,10 +18,14 @@ import (
 // what the Op's Run would: it fills the Op's result fields, and Reply
 // writes them.
 //
-// A read is one statement, so one snapshot: the key's live row says
-// whether it holds the command's type (a row of another kind: WRONGTYPE;
-// none, or an expired one: an empty collection), and the members are read
-// only when it does.
+// A read is one statement, so one snapshot: the kind of the key's live row
+// (none: an empty collection; another kind: WRONGTYPE) and the members it
+// asks for, which count only when the row is of the command's kind (an
+// expired row's items may still be there until the sweeper deletes it).
+// A read of one row is scalar subqueries, which cost little to plan for
+// each run's parameters, as PostgreSQL does (by its estimates such a plan
+// costs less than the generic one); a read of rows runs its generic plan
+// (readRows), in no particular order: Go puts a range's in its order.
 //
 // A write is a batch, which PostgreSQL runs as one implicit transaction,
 // sent in one round trip:
@@ -28,7 +33,11 @@ import (
 //  1. lockRowsSQL locks the rows of the keys, in key order, and gives a key
 //     without a live row one of the command's kind (taking over an expired
 //     row: the purge trigger then deletes its old items). A live row of
-//     another kind is locked and left as it is.
+//     another kind is locked and left as it is. It also makes the
+//     statements after it run their generic plans (an index plan on the
+//     key's entries whatever the parameters), not a plan made for each
+//     run's parameters, which for these statements costs several times
+//     what running them does (genericPlansSQL).
 //  2. The command's statement. Its snapshot is taken after the lock, so it
 //     sees every change committed before: every writer of a collection's
 //     items holds its row's lock until it commits (this path, the atomic
@@ -47,9 +56,10 @@ import (
 // added as well.
 //
 // HINCRBYFLOAT and ZADD … INCR compute in Go (long double, and float
-// overflow to inf, which PostgreSQL refuses): a read of the one member,
-// Run on a collection of just that member, and a write that applies only
-// if the member is still as read (casHash, casZSet), again otherwise.
+// overflow to inf, which PostgreSQL refuses), in two round trips: a read
+// of the one member, Run on a collection of just that member, and a write
+// that applies only if the member is still as read (hashCASSQL,
+// zsetCASSQL), again otherwise.
 
 // native runs the Ops that have statements of their own; done is false
 // for the others, and for the rare shapes of a native command that the
@@ -210,18 +220,58 @@ func (s *KV) readRow(ctx context.Context, op backends.Op, sql string, args []any
 	})
 }
 
-// readRows runs a read that answers rows: scan is called for each, after
-// reset (the statement may run again).
+// readRows runs a read that answers rows (a range, or the members an
+// array names), with its generic plan: a batch of genericPlansSQL and the
+// statement, in one round trip. The plan PostgreSQL would make for the
+// parameters (a range's bounds, an array's members) costs more to make
+// than to run. scan is called for each row, after reset (the batch may run
+// again).
 func (s *KV) readRows(ctx context.Context, op backends.Op, sql string, args []any, reset func(), dest []any, scan func() error) error {
 	return s.do(ctx, op.Name(), func(ctx context.Context) error {
 		reset()
-		rows, err := s.pool.Query(ctx, sql, args...)
+		b := &pgx.Batch{}
+		b.Queue(genericPlansSQL)
+		b.Queue(sql, args...)
+		br := s.pool.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		_, err = pgx.ForEachRow(rows, dest, scan)
-		return err
+		if _, err := pgx.ForEachRow(rows, dest, scan); err != nil {
+			return err
+		}
+		return br.Close()
 	})
+}
+
+// counted is a read of a count: the key's kind, and n (0 unless the key
+// holds want).
+func (s *KV) counted(ctx context.Context, op backends.Op, want byte, sql string, args []any, n *int64) error {
+	var kind *string
+	if err := s.readRow(ctx, op, sql, args, &kind, n); err != nil {
+		return err
+	}
+	ok, err := holds(kind, want)
+	if !ok {
+		*n = 0
+	}
+	return err
+}
+
+// holds reports whether a read's row kind (nil: no live row) is want:
+// false for none, WRONGTYPE for another.
+func holds(kind *string, want byte) (bool, error) {
+	switch {
+	case kind == nil:
+		return false, nil
+	case len(*kind) != 1 || (*kind)[0] != want:
+		return false, backends.ErrWrongType
+	}
+	return true, nil
 }
 
 // wrongType is a command's outcome once its statement ran: the statement's
@@ -233,15 +283,26 @@ func wrongType(err error, wrong bool) error {
 	return err
 }
 
+// genericPlans makes the statements after it in the transaction run their
+// generic plans. (A function call, not SET LOCAL: a utility statement
+// costs several times what this does.)
+const genericPlans = `set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// genericPlansSQL is genericPlans as a statement: the first of a read's
+// batch.
+const genericPlansSQL = `SELECT ` + genericPlans
+
 // $1 keys (sorted, distinct), $2 kind. Step 1 of a write: each key's row
 // locked; a key without one, or with an expired one, gets a live row of
 // the kind, with no expiry (an expired row taken over loses its items to
 // the purge trigger, at the end of this statement). A live row is locked
 // and left as it is, whatever its kind: TTL is the row's, and a write
-// keeps it.
+// keeps it. And genericPlans, once a key (set_config returns the value
+// set), which spares the write a statement of its own.
 const lockRowsSQL = `
 INSERT INTO {t} AS t (key, value, expires_at, kind)
 SELECT k, '', 'infinity', $2::"char" FROM unnest($1::{k}[]) AS u(k)
+WHERE ` + genericPlans + ` <> ''
 ON CONFLICT (key) DO UPDATE
 SET value = '', expires_at = 'infinity', kind = EXCLUDED.kind
 WHERE t.expires_at <= now()`
@@ -251,8 +312,31 @@ WHERE t.expires_at <= now()`
 const dropEmptySQL = `
 DELETE FROM {t} AS t
 WHERE t.key = ANY($1::{k}[]) AND t.kind = $2::"char"
-  AND NOT EXISTS (SELECT FROM {i} AS i WHERE i.key = t.key)`
+  AND {none:t.key}`
 
-// liveKind is the CTE h every statement of a command starts with: the kind
-// of the live row of $1, none when there is none.
+// hasItems expands {some:K} and {none:K} in sql: whether key K (an
+// expression) has items, or has none. Not an EXISTS: its plan may read the
+// table from its start until it finds one of the key's rows when the
+// statistics say most rows are the key's (a table of one large
+// collection); ORDER BY member LIMIT 1 reads the primary key's first
+// entry of the key.
+func hasItems(sql string) string {
+	return itemsMacro.ReplaceAllStringFunc(sql, func(m string) string {
+		sub := itemsMacro.FindStringSubmatch(m)
+		test := "IS NOT NULL"
+		if sub[1] == "none" {
+			test = "IS NULL"
+		}
+		return "(SELECT true FROM {i} WHERE key = " + sub[2] + "::{k} ORDER BY member LIMIT 1) " + test
+	})
+}
+
+var itemsMacro = regexp.MustCompile(`\{(some|none):([^{}]+)\}`)
+
+// liveKind is the CTE h a write's statement starts with: the kind of the
+// live row of $1, none when there is none.
 const liveKind = `h AS (SELECT kind FROM {t} WHERE key = $1::{k} AND expires_at > now())`
+
+// rowKind is a read's first column: the kind of $1's live row, as text
+// (NULL: none).
+const rowKind = `(SELECT kind::text FROM {t} WHERE key = $1::{k} AND expires_at > now())`

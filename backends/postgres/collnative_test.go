@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/coll"
@@ -22,17 +24,19 @@ import (
 var nativeParsers = map[string]coll.Parser{
 	"hset": coll.ParseHSet, "hmset": coll.ParseHSet, "hsetnx": coll.ParseHSetNX, "hget": coll.ParseHGet,
 	"hmget": coll.ParseHMGet, "hdel": coll.ParseHDel, "hexists": coll.ParseHExists, "hstrlen": coll.ParseHStrLen,
-	"hlen": coll.ParseHLen, "hincrby": coll.ParseHIncrBy, "hincrbyfloat": coll.ParseHIncrByFloat,
-	"hgetall": coll.ParseHGetAll,
+	"hlen": coll.ParseHLen, "hincrby": coll.ParseHIncrBy, "hincrbyfloat": coll.ParseHIncrByFloat, "hgetall": coll.ParseHGetAll,
+
 	"sadd": coll.ParseSAdd, "srem": coll.ParseSRem, "sismember": coll.ParseSIsMember, "smismember": coll.ParseSIsMember,
-	"scard": coll.ParseSCard,
+	"scard": coll.ParseSCard, "smembers": coll.ParseSMembers,
+
 	"zadd": coll.ParseZAdd, "zincrby": coll.ParseZAdd, "zrem": coll.ParseZRem, "zscore": coll.ParseZScore,
 	"zmscore": coll.ParseZMScore, "zcard": coll.ParseZCard, "zcount": coll.ParseZCount, "zrank": coll.ParseZRank,
 	"zrevrank": coll.ParseZRank, "zrange": coll.ParseZRange, "zrangestore": coll.ParseZRange,
 	"zrevrange": coll.ParseZRange, "zrangebyscore": coll.ParseZRange, "zrevrangebyscore": coll.ParseZRange,
-	"zrangebylex": coll.ParseZRange, "zrevrangebylex": coll.ParseZRange,
-	"zremrangebyscore": coll.ParseZRemRange, "zremrangebyrank": coll.ParseZRemRange, "zremrangebylex": coll.ParseZRemRange,
+	"zrangebylex": coll.ParseZRange, "zrevrangebylex": coll.ParseZRange, "zremrangebyscore": coll.ParseZRemRange,
+	"zremrangebyrank": coll.ParseZRemRange, "zremrangebylex": coll.ParseZRemRange,
 	"zpopmin": coll.ParseZPop, "zpopmax": coll.ParseZPop,
+
 	"lpush": coll.ParseLPush, "rpush": coll.ParseRPush, "lpushx": coll.ParseLPushX, "rpushx": coll.ParseRPushX,
 	"lpop": coll.ParseLPop, "rpop": coll.ParseRPop, "llen": coll.ParseLLen, "lindex": coll.ParseLIndex,
 	"lrange": coll.ParseLRange, "lset": coll.ParseLSet, "ltrim": coll.ParseLTrim, "lmove": coll.ParseLMove,
@@ -41,7 +45,7 @@ var nativeParsers = map[string]coll.Parser{
 }
 
 // generic are the script's commands that are not native.
-var generic = map[string]bool{"hgetall": true, "linsert": true, "lrem": true, "zrangestore": true}
+var generic = map[string]bool{"hgetall": true, "smembers": true, "linsert": true, "lrem": true, "zrangestore": true}
 
 // twin is a memory store and a PostgreSQL route that a script runs on.
 type twin struct {
@@ -85,6 +89,9 @@ func (w *twin) reply(b backends.Backend, line string, native bool) [2][]byte {
 	w.t.Helper()
 	ctx := testCtx(w.t)
 	args := splitArgs(line)
+	// A blocking command named with a ! is the run after a wake-up.
+	woken := bytes.HasSuffix(args[0], []byte("!"))
+	args[0] = bytes.TrimSuffix(args[0], []byte("!"))
 	name := strings.ToLower(string(args[0]))
 	var err error
 	var op coll.Command
@@ -93,6 +100,24 @@ func (w *twin) reply(b backends.Backend, line string, native bool) [2][]byte {
 		_, err = b.Set(ctx, string(args[1]), args[2], backends.SetOptions{})
 	case "del":
 		_, err = b.Del(ctx, []string{string(args[1])})
+	case "expire": // EXPIRE key seconds
+		secs, _ := strconv.Atoi(string(args[2]))
+		_, err = backends.DoExpire(ctx, b, string(args[1]),
+			backends.TTL{Mode: backends.TTLRelative, D: time.Duration(secs) * time.Second}, backends.ExpireAlways)
+	case "ttl": // TTL key, as its sign: -2 missing, -1 no expiry, 1 an expiry
+		var d time.Duration
+		if d, err = b.TTL(ctx, string(args[1])); err == nil {
+			if d > 0 {
+				d = 1
+			}
+			return intReply(int64(d))
+		}
+	case "expired": // EXPIRED key: past its deadline; the row stays in the table
+		if pg, ok := b.(*KV); ok {
+			sql(w.t, fmt.Sprintf("UPDATE %s SET expires_at = now() - interval '1 second' WHERE key = $1", pg.table.ident()), string(args[1]))
+		} else {
+			_, err = b.Del(ctx, []string{string(args[1])})
+		}
 	default:
 		p, ok := nativeParsers[name]
 		if !ok {
@@ -100,6 +125,9 @@ func (w *twin) reply(b backends.Backend, line string, native bool) [2][]byte {
 		}
 		if op, err = p(args); err != nil {
 			break
+		}
+		if waker, ok := op.(coll.Waker); ok && woken {
+			waker.Wake()
 		}
 		var keys []string
 		for _, at := range op.Request().KeyAt {
@@ -135,6 +163,12 @@ func (w *twin) reply(b backends.Backend, line string, native bool) [2][]byte {
 		out[p] = rw.buf.Bytes()
 	}
 	return out
+}
+
+// intReply is n in RESP2 and RESP3.
+func intReply(n int64) [2][]byte {
+	r := []byte(":" + strconv.FormatInt(n, 10) + "\r\n")
+	return [2][]byte{r, r}
 }
 
 // splitArgs splits a command line at spaces; 'quoted' is one argument
@@ -205,7 +239,11 @@ func (w *respWriter) Double(f float64) {
 // eachDurability runs script-based test fn on a twin of each durability.
 func eachDurability(t *testing.T, fn func(w *twin)) {
 	for _, dur := range durabilities {
-		t.Run(dur, func(t *testing.T) { fn(newTwin(t, dur)) })
+		t.Run(dur, func(t *testing.T) {
+			w := newTwin(t, dur)
+			fn(w)
+			w.layout()
+		})
 	}
 }
 
@@ -281,7 +319,11 @@ func TestNativeZSet(t *testing.T) {
 			"~zadd z 1 dup 2 dup", "~zadd z -0 negzero", "zscore z dup", "zscore z negzero",
 			"zscore z a", "zscore z zz", "zscore nokey a", "zmscore z a zz b", "zmscore nokey a",
 			"zcard z", "zcount z -inf +inf", "zcount z (1 5", "zcount z 1 (5", "zcount z 5 1", "zcount z (5 (5",
-			"zcount nokey 0 1", "zrank z a", "zrevrank z a", "zrank z pinf", "zrevrank z ninf", "zrank z zz", "zrank nokey a",
+			"zcount nokey 0 1", "zcount z (inf +inf", "zcount z inf +inf", "zcount z -inf (-inf", "zcount z (-inf (inf",
+			"zrangebyscore z (-inf +inf WITHSCORES", "zrangebyscore z -inf (inf", "zrevrangebyscore z (inf (-inf",
+			"zadd zero 0 z -1 n 1 p", "zrangebyscore zero (0 +inf", "zrangebyscore zero -inf (0", "zcount zero (-1 (1",
+			"zremrangebyscore zero (-1 (1", "zrange zero 0 -1 WITHSCORES", "zremrangebyscore z (inf +inf",
+			"zrank z a", "zrevrank z a", "zrank z pinf", "zrevrank z ninf", "zrank z zz", "zrank nokey a",
 			"zrange z 0 -1 WITHSCORES", "zrange z 0 2", "zrange z -3 -1 WITHSCORES", "zrange z 2 1", "zrange z -100 100",
 			"zrange z 1 -2", "zrange z -2 1", "zrange z -1 -3", "zrange z 0 -1 REV WITHSCORES", "zrange z 0 1 REV",
 			"zrange z -2 -1 REV", "zrange z 1 -2 REV", "zrevrange z 0 2 WITHSCORES", "zrange z 9223372036854775807 -9223372036854775808",
@@ -344,7 +386,37 @@ func TestNativeList(t *testing.T) {
 			"lpush KEY a", "rpush KEY a", "lpushx KEY a", "rpushx KEY a", "lpop KEY", "rpop KEY 2", "llen KEY",
 			"lindex KEY 0", "lrange KEY 0 -1", "lset KEY 0 v", "ltrim KEY 0 1", "lmove KEY src left left",
 			"lmove src KEY left left", "rpoplpush KEY src", "lmove nokey KEY left right", "blpop KEY 0",
-			"blpop nokey KEY src 0", "brpop src KEY 0", "lrange src 0 -1", "hget other f",
+			"blpop nokey KEY src 0", "blpop! nokey KEY src 0", "brpop! KEY 0", "rpush src c", "brpop src KEY 0",
+			"lrange src 0 -1", "hget other f",
 		})...)
 	})
+}
+
+// layout checks the rules of the layout on w's table: no items without a
+// live collection row, no live collection row without items, and each
+// list's positions contiguous.
+func (w *twin) layout() {
+	w.t.Helper()
+	checkLayout(w.t, w.pg)
+}
+
+func checkLayout(t testing.TB, s *KV) {
+	t.Helper()
+	kv, items := s.table.ident(), itemsTable(s.table).ident()
+	if n := queryInt(t, fmt.Sprintf(`SELECT count(*) FROM %s AS i WHERE NOT EXISTS (
+		SELECT FROM %s AS t WHERE t.key = i.key AND t.kind <> 's' AND t.expires_at > now())`, items, kv)); n != 0 {
+		t.Errorf("%d items without a live collection row", n)
+	}
+	if n := queryInt(t, fmt.Sprintf(`SELECT count(*) FROM %s AS t WHERE t.kind <> 's' AND t.expires_at > now()
+		AND NOT EXISTS (SELECT FROM %s AS i WHERE i.key = t.key)`, kv, items)); n != 0 {
+		t.Errorf("%d live collection rows without items", n)
+	}
+	if n := queryInt(t, fmt.Sprintf(`SELECT count(*) FROM (
+		SELECT i.key FROM %s AS i JOIN %s AS t ON t.key = i.key AND t.kind = 'l'
+		GROUP BY i.key
+		HAVING max(('x' || encode(i.member, 'hex'))::bit(64)::int8 # (-9223372036854775808)::int8)
+		     - min(('x' || encode(i.member, 'hex'))::bit(64)::int8 # (-9223372036854775808)::int8) + 1 <> count(*)
+	) AS gaps`, items, kv)); n != 0 {
+		t.Errorf("%d lists with gaps in their positions", n)
+	}
 }

@@ -20,15 +20,15 @@ type collSQL struct {
 
 func collStatements(t, items string, k keyType) collSQL {
 	r := strings.NewReplacer("{t}", t, "{i}", items, "{k}", k.sqlType)
-	// The commands' statements have macros too: {h} (which names the
-	// table) and {flip} first.
-	macros := strings.NewReplacer("{h}", liveKind, "{flip}", "(-9223372036854775808)::int8")
-	fill := func(sql string) string { return r.Replace(macros.Replace(sql)) }
+	// The commands' statements have macros too, expanded first: {h} and
+	// {kind} (which name the table) and {flip}.
+	macros := strings.NewReplacer("{h}", liveKind, "{kind}", rowKind, "{flip}", "(-9223372036854775808)::int8")
+	fill := func(sql string) string { return r.Replace(macros.Replace(hasItems(sql))) }
 	z, l := zsetStatements(), listStatements()
 	for _, arr := range []*[2]string{&z.byScore, &z.byLex, &z.byLexTo, &z.byRank, &z.byRankN, &z.remRank, &z.pop, &l.pop, &l.bpop} {
 		arr[0], arr[1] = fill(arr[0]), fill(arr[1])
 	}
-	for _, one := range []*string{&z.add, &z.cas, &z.rem, &z.scores, &z.count, &z.countScore, &z.rank, &z.revRank,
+	for _, one := range []*string{&z.add, &z.addXX, &z.cas, &z.rem, &z.score, &z.scores, &z.count, &z.countScore, &z.rank, &z.revRank,
 		&z.remScore, &z.remLex, &z.remLexTo, &z.remRankN,
 		&l.push, &l.count, &l.index, &l.rng, &l.set, &l.trim, &l.move} {
 		*one = fill(*one)
@@ -47,9 +47,10 @@ func collStatements(t, items string, k keyType) collSQL {
 
 		lockRows:  fill(lockRowsSQL),
 		dropEmpty: fill(dropEmptySQL),
-		hash: hashSQL{get: fill(hashGetSQL), count: fill(hashCountSQL), set: fill(hashSetSQL), setNX: fill(hashSetNXSQL),
+		hash: hashSQL{get: fill(hashGetSQL), getLen: fill(hashGetLenSQL), getMany: fill(hashGetManySQL),
+			count: fill(hashCountSQL), set: fill(hashSetSQL), setNX: fill(hashSetNXSQL),
 			del: fill(hashDelSQL), incr: fill(hashIncrSQL), cas: fill(hashCASSQL)},
-		set:  setsSQL{add: fill(setAddSQL), rem: fill(setRemSQL), has: fill(setHasSQL), count: fill(setCountSQL)},
+		set:  setsSQL{add: fill(setAddSQL), rem: fill(setRemSQL), has: fill(setHasSQL), hasMany: fill(setHasManySQL), count: fill(setCountSQL)},
 		zset: z,
 		list: l,
 	}

@@ -17,7 +17,7 @@ import (
 
 // hashSQL are the statements of the hash commands.
 type hashSQL struct {
-	get, count, set, setNX, del, incr, cas string
+	get, getLen, getMany, count, set, setNX, del, incr, cas string
 }
 
 // hashSet is HSET and HMSET.
@@ -63,47 +63,66 @@ func (s *KV) hashSetNX(ctx context.Context, key string, op *coll.HSetNX) error {
 	return wrongType(err, wrong)
 }
 
-// fields reads the named fields of key's hash: their values (when vals),
-// and their lengths, by field.
-func (s *KV) fields(ctx context.Context, op backends.Op, key string, names [][]byte, vals bool) (map[string][]byte, map[string]int64, error) {
+// field reads one field of key's hash into dest: its value (with getSQL),
+// or its length (getLenSQL); nil when it is not there. held is false when
+// the key holds no hash: dest is then to be ignored.
+func (s *KV) field(ctx context.Context, op backends.Op, key string, name []byte, sql string, dest any) (held bool, err error) {
 	k, err := s.keyParam(ctx, op, key)
 	if err != nil {
-		return nil, nil, err
+		return false, err
 	}
-	var wrong bool
-	var members, values [][]byte
-	var lens []int64
-	err = s.readRow(ctx, op, s.coll.hash.get, []any{k, names, vals}, &wrong, &members, &lens, &values)
-	if err = wrongType(err, wrong); err != nil {
-		return nil, nil, err
+	var kind *string
+	if err := s.readRow(ctx, op, sql, []any{k, name}, &kind, dest); err != nil {
+		return false, err
 	}
-	byName, lenOf := make(map[string][]byte, len(members)), make(map[string]int64, len(members))
-	for i, m := range members {
-		lenOf[string(m)] = lens[i]
-		if vals {
-			byName[string(m)] = value(values[i])
-		}
-	}
-	return byName, lenOf, nil
+	return holds(kind, kindHash)
 }
 
 // hashGet is HGET.
 func (s *KV) hashGet(ctx context.Context, key string, op *coll.HGet) error {
-	vals, _, err := s.fields(ctx, op, key, [][]byte{op.Field}, true)
-	if err != nil {
-		return err
-	}
-	op.Value, op.Found = vals[string(op.Field)]
-	return nil
+	var val []byte
+	held, err := s.field(ctx, op, key, op.Field, s.coll.hash.get, &val)
+	op.Value, op.Found = val, held && val != nil
+	return err
 }
 
 // hashMGet is HMGET.
 func (s *KV) hashMGet(ctx context.Context, key string, op *coll.HMGet) error {
-	vals, _, err := s.fields(ctx, op, key, op.Fields, true)
+	op.Values = op.Values[:0]
+	if len(op.Fields) == 1 {
+		var val []byte
+		held, err := s.field(ctx, op, key, op.Fields[0], s.coll.hash.get, &val)
+		if !held {
+			val = nil
+		}
+		op.Values = append(op.Values, val)
+		return err
+	}
+	k, err := s.keyParam(ctx, op, key)
 	if err != nil {
 		return err
 	}
-	op.Values = op.Values[:0]
+	var kind, rowKind *string
+	var member, val []byte
+	vals := make(map[string][]byte, len(op.Fields))
+	err = s.readRows(ctx, op, s.coll.hash.getMany, []any{k, op.Fields}, func() { clear(vals) },
+		[]any{&rowKind, &member, &val}, func() error {
+			if member == nil {
+				kind = rowKind
+			} else {
+				vals[string(member)] = val
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	if ok, err := holds(kind, kindHash); !ok {
+		clear(vals)
+		if err != nil {
+			return err
+		}
+	}
 	for _, f := range op.Fields {
 		op.Values = append(op.Values, vals[string(f)]) // nil when missing
 	}
@@ -112,22 +131,21 @@ func (s *KV) hashMGet(ctx context.Context, key string, op *coll.HMGet) error {
 
 // hashExists is HEXISTS.
 func (s *KV) hashExists(ctx context.Context, key string, op *coll.HExists) error {
-	_, lens, err := s.fields(ctx, op, key, [][]byte{op.Field}, false)
-	if err != nil {
-		return err
-	}
-	_, op.Found = lens[string(op.Field)]
-	return nil
+	var n *int64
+	held, err := s.field(ctx, op, key, op.Field, s.coll.hash.getLen, &n)
+	op.Found = held && n != nil
+	return err
 }
 
 // hashStrLen is HSTRLEN.
 func (s *KV) hashStrLen(ctx context.Context, key string, op *coll.HStrLen) error {
-	_, lens, err := s.fields(ctx, op, key, [][]byte{op.Field}, false)
-	if err != nil {
-		return err
+	var n *int64
+	held, err := s.field(ctx, op, key, op.Field, s.coll.hash.getLen, &n)
+	op.Len = 0
+	if held && n != nil {
+		op.Len = *n
 	}
-	op.Len = lens[string(op.Field)]
-	return nil
+	return err
 }
 
 // hashLen is HLEN.
@@ -136,9 +154,7 @@ func (s *KV) hashLen(ctx context.Context, key string, op *coll.HLen) error {
 	if err != nil {
 		return err
 	}
-	var wrong bool
-	err = s.readRow(ctx, op, s.coll.hash.count, []any{k}, &wrong, &op.Len)
-	return wrongType(err, wrong)
+	return s.counted(ctx, op, kindHash, s.coll.hash.count, []any{k}, &op.Len)
 }
 
 // hashDel is HDEL.
@@ -193,7 +209,7 @@ func oneValue(key string, v backends.Value) *coll.Slots {
 }
 
 // hashIncrByFloat is HINCRBYFLOAT: Run on a hash of the one field as it is
-// read, and the result written if the field is still as read (casSQL),
+// read, and the result written if the field is still as read (hashCASSQL),
 // again otherwise. Long double arithmetic, formatted as Redis formats it,
 // is Run's.
 func (s *KV) hashIncrByFloat(ctx context.Context, key string, op *coll.HIncrByFloat) error {
@@ -202,13 +218,16 @@ func (s *KV) hashIncrByFloat(ctx context.Context, key string, op *coll.HIncrByFl
 		return err
 	}
 	for range maxSetRetries {
-		vals, _, err := s.fields(ctx, op, key, [][]byte{op.Field}, true)
+		var old []byte
+		held, err := s.field(ctx, op, key, op.Field, s.coll.hash.get, &old)
 		if err != nil {
 			return err
 		}
+		if !held {
+			old = nil // an expired hash's field
+		}
 		var h backends.Value
-		old, found := vals[string(op.Field)]
-		if found {
+		if old != nil {
 			one := coll.NewHash()
 			one.Set(string(op.Field), old)
 			h = one
@@ -230,21 +249,21 @@ func (s *KV) hashIncrByFloat(ctx context.Context, key string, op *coll.HIncrByFl
 	return opError(ctx, s.where, op.Name(), errContention)
 }
 
-// $1 key, $2 fields, $3 with their values. The fields that are in the
-// hash, with their lengths and (when $3) their values; WRONGTYPE first.
-const hashGetSQL = `
-WITH {h}
-SELECT coalesce((SELECT kind <> 'h' FROM h), false), f.members, f.lens, f.vals
-FROM (SELECT array_agg(member) AS members, array_agg(octet_length(value)::int8) AS lens,
-             array_agg(CASE WHEN $3::bool THEN value END) AS vals
-      FROM {i}
-      WHERE key = $1::{k} AND member = ANY($2::bytea[]) AND EXISTS (SELECT FROM h WHERE kind = 'h')) AS f`
+// $1 key, $2 field. HGET: the field's value (NULL: not there).
+const hashGetSQL = `SELECT {kind}, (SELECT value FROM {i} WHERE key = $1::{k} AND member = $2::bytea)`
+
+// $1 key, $2 field. HEXISTS, HSTRLEN: the length of the field's value.
+const hashGetLenSQL = `SELECT {kind}, (SELECT octet_length(value)::int8 FROM {i} WHERE key = $1::{k} AND member = $2::bytea)`
+
+// $1 key, $2 fields. HMGET: a row of the key's kind, and one per field
+// there, with its value.
+const hashGetManySQL = `
+SELECT {kind}, NULL::bytea, NULL::bytea
+UNION ALL
+SELECT NULL, member, value FROM {i} WHERE key = $1::{k} AND member = ANY($2::bytea[])`
 
 // $1 key. HLEN: the hash's fields counted (its index entries).
-const hashCountSQL = `
-WITH {h}
-SELECT coalesce((SELECT kind <> 'h' FROM h), false),
-       (SELECT count(*) FROM {i} WHERE key = $1::{k} AND EXISTS (SELECT FROM h WHERE kind = 'h'))`
+const hashCountSQL = `SELECT {kind}, (SELECT count(*) FROM {i} WHERE key = $1::{k})`
 
 // $1 key, $2 fields (distinct), $3 values. HSET: the fields written as
 // putFieldsSQL writes them; the count of those that were not there.

@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -72,15 +74,28 @@ func (s *KV) listPop(ctx context.Context, key string, op *coll.Pop) error {
 	return wrongType(err, wrong)
 }
 
-// listLen is LLEN.
+// listLen is LLEN: the list's ends, read from the primary key.
 func (s *KV) listLen(ctx context.Context, key string, op *coll.LLen) error {
 	k, err := s.keyParam(ctx, op, key)
 	if err != nil {
 		return err
 	}
-	var wrong bool
-	err = s.readRow(ctx, op, s.coll.list.count, []any{k}, &wrong, &op.Len)
-	return wrongType(err, wrong)
+	var kind *string
+	var first, last []byte
+	if err := s.readRow(ctx, op, s.coll.list.count, []any{k}, &kind, &first, &last); err != nil {
+		return err
+	}
+	op.Len = 0
+	if ok, err := holds(kind, kindList); !ok || first == nil {
+		return err
+	}
+	op.Len = positionOf(last) - positionOf(first) + 1
+	return nil
+}
+
+// positionOf is the position a list element's member says (listPosition).
+func positionOf(member []byte) int64 {
+	return int64(binary.BigEndian.Uint64(member) ^ 1<<63)
 }
 
 // listIndex is LINDEX; one whose index is not a number (which Redis
@@ -93,12 +108,17 @@ func (s *KV) listIndex(ctx context.Context, key string, op *coll.LIndex) error {
 	if err != nil {
 		return err
 	}
-	var wrong, exists bool
-	err = s.readRow(ctx, op, s.coll.list.index, []any{k, clampRank(op.Index)}, &wrong, &exists, &op.Found, &op.Elem)
-	if op.Found {
-		op.Elem = value(op.Elem)
+	var kind *string
+	var elem []byte
+	if err := s.readRow(ctx, op, s.coll.list.index, []any{k, clampRank(op.Index)}, &kind, &elem); err != nil {
+		return err
 	}
-	return wrongType(err, wrong)
+	ok, err := holds(kind, kindList)
+	op.Elem, op.Found = nil, ok && elem != nil
+	if op.Found {
+		op.Elem = elem
+	}
+	return err
 }
 
 // listRange is LRANGE.
@@ -107,16 +127,32 @@ func (s *KV) listRange(ctx context.Context, key string, op *coll.LRange) error {
 	if err != nil {
 		return err
 	}
-	var wrong bool
-	var member, elem []byte
+	type elem struct{ at, val []byte }
+	var elems []elem
+	var kind, rowKind *string
+	var member, val []byte
 	err = s.readRows(ctx, op, s.coll.list.rng, []any{k, clampRank(op.Start), clampRank(op.Stop)},
-		func() { op.Elems, wrong = nil, false }, []any{&wrong, &member, &elem}, func() error {
-			if member != nil {
-				op.Elems = append(op.Elems, value(elem))
+		func() { elems = elems[:0] }, []any{&rowKind, &member, &val}, func() error {
+			if member == nil {
+				kind = rowKind
+			} else {
+				elems = append(elems, elem{member, val})
 			}
 			return nil
 		})
-	return wrongType(err, wrong)
+	op.Elems = nil
+	if err != nil {
+		return err
+	}
+	if ok, err := holds(kind, kindList); !ok || len(elems) == 0 {
+		return err
+	}
+	slices.SortFunc(elems, func(a, b elem) int { return bytes.Compare(a.at, b.at) })
+	op.Elems = make([][]byte, len(elems))
+	for i, e := range elems {
+		op.Elems[i] = e.val
+	}
+	return nil
 }
 
 // listSet is LSET; one whose index is not a number is left to the generic
@@ -247,58 +283,65 @@ SELECT coalesce((SELECT kind <> 'l' FROM h), false),
 // order they go; found says the key held a list.
 const listPopSQL = `
 WITH {h},
-p AS (
-    SELECT member FROM {i}
-    WHERE key = $1::{k} AND EXISTS (SELECT FROM h WHERE kind = 'l')
-    ORDER BY member{dir} LIMIT $2::int8
-), d AS (
-    DELETE FROM {i} AS i USING p
-    WHERE i.key = $1::{k} AND i.member = p.member
-    RETURNING i.member, i.value
+d AS (
+    DELETE FROM {i}
+    WHERE key = $1::{k} AND member = ANY (ARRAY(
+        SELECT member FROM {i}
+        WHERE key = $1::{k} AND EXISTS (SELECT FROM h WHERE kind = 'l')
+        ORDER BY member{dir} LIMIT $2::int8))
+    RETURNING member, value
 )
 SELECT w.wrong, w.found, d.member, d.value
 FROM (SELECT coalesce((SELECT kind <> 'l' FROM h), false) AS wrong,
-             EXISTS (SELECT FROM h WHERE kind = 'l') AND EXISTS (SELECT FROM {i} WHERE key = $1::{k}) AS found) AS w
+             EXISTS (SELECT FROM h WHERE kind = 'l') AND {some:$1} AS found) AS w
 LEFT JOIN d ON true
 ORDER BY d.member{dir}`
 
-// $1 key. LLEN.
-const listCountSQL = `
-WITH {h}, {ends}
-SELECT coalesce((SELECT kind <> 'l' FROM h), false), coalesce((SELECT hi - lo + 1 FROM e), 0)`
+// firstMember and lastMember are the members of $1's first and last
+// elements, read from the primary key.
+const (
+	firstMember = `(SELECT member FROM {i} WHERE key = $1::{k} ORDER BY member LIMIT 1)`
+	lastMember  = `(SELECT member FROM {i} WHERE key = $1::{k} ORDER BY member DESC LIMIT 1)`
+)
 
-// at is the CTE p(pos, lo, hi): the position of index $2 (negative from
-// the tail), and the list's ends.
+// positionIn is the position of the element whose member is the value of
+// expression m (listPosition).
+func positionIn(m string) string {
+	return "(('x' || encode(" + m + ", 'hex'))::bit(64)::int8 # {flip})"
+}
+
+// $1 key. LLEN: the members of the list's ends.
+var listCountSQL = `SELECT {kind}, ` + firstMember + `, ` + lastMember
+
+// $1 key, $2 index. LINDEX: the element at the index (negative: from the
+// tail), at the first element's position plus the index.
+var listIndexSQL = `
+SELECT {kind}, (SELECT value FROM {i} WHERE key = $1::{k} AND member = CASE WHEN $2::int8 >= 0
+    THEN ` + position(positionIn(firstMember)+` + $2::int8`) + `
+    ELSE ` + position(positionIn(lastMember)+` + 1 + $2::int8`) + ` END)`
+
+// at is the CTE p(pos, lo, hi) of a write: the position of index $2
+// (negative from the tail), and the list's ends.
 const at = `p AS (SELECT CASE WHEN $2::int8 >= 0 THEN lo + $2::int8 ELSE hi + 1 + $2::int8 END AS pos, lo, hi FROM e)`
 
-// $1 key, $2 index. LINDEX: whether the key holds a list, whether the
-// index is in it, and the element.
-var listIndexSQL = `
-WITH {h}, {ends}, {at}
-SELECT coalesce((SELECT kind <> 'l' FROM h), false), (SELECT lo IS NOT NULL FROM e),
-       coalesce((SELECT pos BETWEEN lo AND hi FROM p), false),
-       (SELECT value FROM {i} WHERE key = $1::{k} AND member = (SELECT ` + position("pos") + ` FROM p))`
-
-// span is the CTE sp(a, b): LRANGE's and LTRIM's $2 start and $3 stop
-// (within ±rankBound) as the positions of the list they are (a > b: none).
-const span = `sp AS (
+// span is LRANGE's and LTRIM's $2 start and $3 stop (within ±rankBound),
+// as positions a to b of the list at e(lo, hi) (a > b: none).
+const span = `
     SELECT lo + greatest(CASE WHEN $2::int8 < 0 THEN $2::int8 + n ELSE $2::int8 END, 0) AS a,
            lo + least(CASE WHEN $3::int8 < 0 THEN $3::int8 + n ELSE $3::int8 END, n - 1) AS b
-    FROM (SELECT lo, hi - lo + 1 AS n FROM e) AS x
-)`
+    FROM (SELECT lo, hi - lo + 1 AS n FROM e) AS x`
 
-// $1 key, $2 start, $3 stop. LRANGE: the elements, in order.
+// $1 key, $2 start, $3 stop. LRANGE: a row of the key's kind, and one per
+// element of the span, with its member, in no particular order.
 var listRangeSQL = `
-WITH {h}, {ends}, {span}
-SELECT w.wrong, r.member, r.value
-FROM (SELECT coalesce((SELECT kind <> 'l' FROM h), false) AS wrong) AS w
-LEFT JOIN LATERAL (
-    SELECT member, value FROM {i}
-    WHERE key = $1::{k}
-      AND member >= (SELECT ` + position("a") + ` FROM sp) AND member <= (SELECT ` + position("b") + ` FROM sp)
-    ORDER BY member
-) AS r ON true
-ORDER BY r.member`
+WITH {e}
+SELECT {kind}, NULL::bytea, NULL::bytea
+UNION ALL
+SELECT NULL, i.member, i.value
+FROM {i} AS i,
+     (SELECT ` + position("a") + ` AS a, ` + position("b") + ` AS b
+      FROM (` + span + `) AS ab) AS sp
+WHERE i.key = $1::{k} AND i.member >= sp.a AND i.member <= sp.b`
 
 // $1 key, $2 index, $3 element. LSET: whether the key holds a list, and
 // whether the index was in it.
@@ -314,7 +357,7 @@ SELECT coalesce((SELECT kind <> 'l' FROM h), false), (SELECT lo IS NOT NULL FROM
 // $1 key, $2 start, $3 stop. LTRIM: the elements before and after the
 // span removed (all of them when it is empty).
 var listTrimSQL = `
-WITH {h}, {ends}, {span},
+WITH {h}, {ends}, sp AS ({span}),
 d AS (
     DELETE FROM {i}
     WHERE key = $1::{k} AND EXISTS (SELECT FROM e WHERE lo IS NOT NULL)
@@ -336,9 +379,9 @@ src AS (
     WHERE key = $1::{k} AND member = (SELECT CASE WHEN $3::bool THEN first ELSE last END FROM e)
       AND NOT EXISTS (SELECT FROM hd WHERE kind <> 'l')
 ), d AS (
-    DELETE FROM {i} AS i USING src
-    WHERE i.key = $1::{k} AND i.member = src.member AND NOT $5::bool
-    RETURNING i.value
+    DELETE FROM {i}
+    WHERE key = $1::{k} AND member = (SELECT member FROM src) AND NOT $5::bool
+    RETURNING value
 ), ins AS (
     INSERT INTO {i} (key, member, value)
     SELECT $2::{k}, ` + position(`CASE WHEN $4::bool THEN coalesce(de.lo, 0) - 1 ELSE coalesce(de.hi, -1) + 1 END`) + `, d.value
@@ -356,7 +399,7 @@ WITH st AS (
     SELECT u.k, u.o, t.kind
     FROM unnest($1::{k}[]) WITH ORDINALITY AS u(k, o)
     JOIN {t} AS t ON t.key = u.k AND t.expires_at > now()
-    WHERE (t.kind <> 'l' AND NOT $2::bool) OR (t.kind = 'l' AND EXISTS (SELECT FROM {i} AS i WHERE i.key = u.k))
+    WHERE (t.kind <> 'l' AND NOT $2::bool) OR (t.kind = 'l' AND {some:u.k})
     ORDER BY u.o LIMIT 1
 ), p AS (
     SELECT member FROM {i} WHERE key = (SELECT k FROM st WHERE kind = 'l') ORDER BY member{dir} LIMIT 1
@@ -368,7 +411,8 @@ SELECT coalesce((SELECT kind <> 'l' FROM st), false), (SELECT o FROM st), (SELEC
 
 // listStatements fills listSQL's templates (before the table's names).
 func listStatements() listSQL {
-	r := strings.NewReplacer("{ends}", listEnds("e", "$1", "h"), "{at}", at, "{span}", span)
+	r := strings.NewReplacer("{ends}", listEnds("e", "$1", "h"), "{at}", at, "{span}", span,
+		"{e}", "e AS (SELECT "+positionIn(firstMember)+" AS lo, "+positionIn(lastMember)+" AS hi)")
 	l := listSQL{push: r.Replace(listPushSQL), count: r.Replace(listCountSQL), index: r.Replace(listIndexSQL),
 		rng: r.Replace(listRangeSQL), set: r.Replace(listSetSQL), trim: r.Replace(listTrimSQL), move: r.Replace(listMoveSQL)}
 	for i, dir := range [2]string{"", " DESC"} {

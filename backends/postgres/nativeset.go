@@ -13,7 +13,7 @@ import (
 
 // setsSQL are the statements of the set commands.
 type setsSQL struct {
-	add, rem, has, count string
+	add, rem, has, hasMany, count string
 }
 
 // setAdd is SADD: concurrent SADDs of one set queue on its row, so each
@@ -49,19 +49,38 @@ func (s *KV) setIsMember(ctx context.Context, key string, op *coll.SIsMember) er
 	if err != nil {
 		return err
 	}
-	var wrong bool
-	var found [][]byte
-	err = s.readRow(ctx, op, s.coll.set.has, []any{k, op.Members}, &wrong, &found)
-	if err = wrongType(err, wrong); err != nil {
+	op.Found = op.Found[:0]
+	if len(op.Members) == 1 {
+		var kind *string
+		var in bool
+		if err := s.readRow(ctx, op, s.coll.set.has, []any{k, op.Members[0]}, &kind, &in); err != nil {
+			return err
+		}
+		ok, err := holds(kind, kindSet)
+		op.Found = append(op.Found, ok && in)
 		return err
 	}
-	in := make(map[string]bool, len(found))
-	for _, m := range found {
-		in[string(m)] = true
+	var kind, rowKind *string
+	var member []byte
+	in := make(map[string]bool, len(op.Members))
+	err = s.readRows(ctx, op, s.coll.set.hasMany, []any{k, op.Members}, func() { clear(in) },
+		[]any{&rowKind, &member}, func() error {
+			if member == nil {
+				kind = rowKind
+			} else {
+				in[string(member)] = true
+			}
+			return nil
+		})
+	if err != nil {
+		return err
 	}
-	op.Found = op.Found[:0]
+	ok, err := holds(kind, kindSet)
+	if err != nil {
+		return err
+	}
 	for _, m := range op.Members {
-		op.Found = append(op.Found, in[string(m)])
+		op.Found = append(op.Found, ok && in[string(m)])
 	}
 	return nil
 }
@@ -72,9 +91,7 @@ func (s *KV) setCard(ctx context.Context, key string, op *coll.SCard) error {
 	if err != nil {
 		return err
 	}
-	var wrong bool
-	err = s.readRow(ctx, op, s.coll.set.count, []any{k}, &wrong, &op.Card)
-	return wrongType(err, wrong)
+	return s.counted(ctx, op, kindSet, s.coll.set.count, []any{k}, &op.Card)
 }
 
 // $1 key, $2 members. SADD: the members that were not there, counted.
@@ -99,15 +116,15 @@ d AS (
 )
 SELECT coalesce((SELECT kind <> 't' FROM h), false), (SELECT count(*) FROM d)`
 
-// $1 key, $2 members. SISMEMBER, SMISMEMBER: those in the set.
-const setHasSQL = `
-WITH {h}
-SELECT coalesce((SELECT kind <> 't' FROM h), false),
-       array(SELECT member FROM {i}
-             WHERE key = $1::{k} AND member = ANY($2::bytea[]) AND EXISTS (SELECT FROM h WHERE kind = 't'))`
+// $1 key, $2 member. SISMEMBER: whether it is in the set.
+const setHasSQL = `SELECT {kind}, EXISTS (SELECT FROM {i} WHERE key = $1::{k} AND member = $2::bytea)`
+
+// $1 key, $2 members. SMISMEMBER: a row of the key's kind, and one per
+// member in the set.
+const setHasManySQL = `
+SELECT {kind}, NULL::bytea
+UNION ALL
+SELECT NULL, member FROM {i} WHERE key = $1::{k} AND member = ANY($2::bytea[])`
 
 // $1 key. SCARD.
-const setCountSQL = `
-WITH {h}
-SELECT coalesce((SELECT kind <> 't' FROM h), false),
-       (SELECT count(*) FROM {i} WHERE key = $1::{k} AND EXISTS (SELECT FROM h WHERE kind = 't'))`
+const setCountSQL = `SELECT {kind}, (SELECT count(*) FROM {i} WHERE key = $1::{k})`

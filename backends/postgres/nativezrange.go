@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -28,7 +29,7 @@ func clampRank(r int64) int64 { return min(max(r, -rankBound), rankBound) }
 // rankWindow says how to read ranks start to stop (0-based, negative from
 // the end) of a set without counting it. When both count from the same
 // end: an offset and a limit from that end, flip being true when that is
-// the other end than the ranks' own (the rows are then reversed). counted
+// the other end than the ranks' own. counted
 // is true when one is negative and the other is not: the statement counts
 // the set (byRankN).
 func rankWindow(start, stop int64) (offset, limit int64, flip, counted bool) {
@@ -42,22 +43,27 @@ func rankWindow(start, stop int64) (offset, limit int64, flip, counted bool) {
 	return 0, 0, false, true
 }
 
-// lexBounds are a LexRange as the statements take it: a lower bound
-// (excluded when minEx; the empty member is the least of all) and an upper
-// one, or none (bounded false). A range that cannot hold a member ('+' as
-// its min, '-' as its max) is bounded by the empty member, excluded.
-func lexBounds(r coll.LexRange) (min []byte, minEx bool, max []byte, maxEx, bounded bool) {
+// lexBounds are a LexRange as the statements take it: a lower bound,
+// included (an excluded member m is m and a 0 byte, the least member after
+// it; the empty member is the least of all), and an upper one, excluded
+// when maxEx, or none (bounded false). A range that cannot hold a member
+// ('+' as its min, '-' as its max) is bounded by the empty member,
+// excluded.
+func lexBounds(r coll.LexRange) (min, max []byte, maxEx, bounded bool) {
 	if r.Min.Inf > 0 || r.Max.Inf < 0 {
-		return []byte{}, false, []byte{}, true, true
+		return []byte{}, []byte{}, true, true
 	}
 	min = []byte{}
 	if r.Min.Inf == 0 {
-		min, minEx = []byte(r.Min.Member), r.Min.Excl
+		min = []byte(r.Min.Member)
+		if r.Min.Excl {
+			min = append(min, 0)
+		}
 	}
 	if r.Max.Inf > 0 {
-		return min, minEx, nil, false, false
+		return min, nil, false, false
 	}
-	return min, minEx, []byte(r.Max.Member), r.Max.Excl, true
+	return min, []byte(r.Max.Member), r.Max.Excl, true
 }
 
 // limitArgs are LIMIT's offset and count as the range statements take
@@ -92,16 +98,15 @@ func (s *KV) zsetRange(ctx context.Context, keys []string, op *coll.ZRange) erro
 	rev := index(op.Rev)
 	var sql string
 	var args []any
-	reverse := false
 	switch op.By {
 	case coll.ByScore:
-		r := op.Score
+		min, max := scoreBounds(op.Score)
 		off, lim := limitArgs(op.Offset, op.Count)
-		sql, args = s.coll.zset.byScore[rev], []any{k, r.Min, r.Max, r.MinEx, r.MaxEx, off, lim}
+		sql, args = s.coll.zset.byScore[rev], []any{k, min, max, off, lim}
 	case coll.ByLex:
 		off, lim := limitArgs(op.Offset, op.Count)
-		min, minEx, max, maxEx, bounded := lexBounds(op.Lex)
-		sql, args = s.coll.zset.byLex[rev], []any{k, min, minEx, off, lim}
+		min, max, maxEx, bounded := lexBounds(op.Lex)
+		sql, args = s.coll.zset.byLex[rev], []any{k, min, off, lim}
 		if bounded {
 			sql, args = s.coll.zset.byLexTo[rev], append(args, max, maxEx)
 		}
@@ -110,23 +115,38 @@ func (s *KV) zsetRange(ctx context.Context, keys []string, op *coll.ZRange) erro
 		if counted {
 			sql, args = s.coll.zset.byRankN[rev], []any{k, clampRank(op.Start), clampRank(op.Stop)}
 		} else {
-			sql, args, reverse = s.coll.zset.byRank[index(op.Rev != flip)], []any{k, offset, limit}, flip
+			sql, args = s.coll.zset.byRank[index(op.Rev != flip)], []any{k, offset, limit}
 		}
 	}
-	var wrong bool
+	var kind, rowKind *string
 	var member []byte
 	var score *float64
-	err = s.readRows(ctx, op, sql, args, func() { op.Result, wrong = op.Result[:0], false },
-		[]any{&wrong, &member, &score}, func() error {
-			if score != nil {
+	err = s.readRows(ctx, op, sql, args, func() { op.Result = op.Result[:0] },
+		[]any{&rowKind, &member, &score}, func() error {
+			if member == nil {
+				kind = rowKind
+			} else {
 				op.Result = append(op.Result, coll.ZEntry{Member: string(member), Score: *score})
 			}
 			return nil
 		})
-	if err = wrongType(err, wrong); err != nil {
+	if err != nil {
 		return err
 	}
-	if reverse {
+	if ok, err := holds(kind, kindZSet); !ok {
+		op.Result = op.Result[:0]
+		return err
+	}
+	// In the set's order, and the other way round for REV.
+	slices.SortFunc(op.Result, func(a, b coll.ZEntry) int {
+		if op.By != coll.ByLex {
+			if c := cmp.Compare(a.Score, b.Score); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(a.Member, b.Member)
+	})
+	if op.Rev {
 		slices.Reverse(op.Result)
 	}
 	return nil
@@ -142,11 +162,11 @@ func (s *KV) zsetRemRange(ctx context.Context, key string, op *coll.ZRemRange) e
 	var args []any
 	switch op.By {
 	case coll.ByScore:
-		r := op.Score
-		sql, args = s.coll.zset.remScore, []any{k, r.Min, r.Max, r.MinEx, r.MaxEx}
+		min, max := scoreBounds(op.Score)
+		sql, args = s.coll.zset.remScore, []any{k, min, max}
 	case coll.ByLex:
-		min, minEx, max, maxEx, bounded := lexBounds(op.Lex)
-		sql, args = s.coll.zset.remLex, []any{k, min, minEx}
+		min, max, maxEx, bounded := lexBounds(op.Lex)
+		sql, args = s.coll.zset.remLex, []any{k, min}
 		if bounded {
 			sql, args = s.coll.zset.remLexTo, append(args, max, maxEx)
 		}
@@ -198,21 +218,17 @@ func (s *KV) zsetPop(ctx context.Context, key string, op *coll.ZPop) error {
 
 // zsetRangeSQL is a range statement: $1 key, cond the members', order
 // their order (with {dir}), offset and limit LIMIT's, with the CTEs of
-// with before. The rows: WRONGTYPE, and a member and its score, in order
-// (one row with NULLs when there are none).
+// with before. A row of the key's kind, and one per member (with its
+// score) in the range, in no particular order.
 func zsetRangeSQL(with, cond, order, offset, limit string) string {
 	return strings.NewReplacer("{with}", with, "{cond}", cond, "{offset}", offset, "{limit}", limit,
-		"{order}", order, "{rorder}", "r."+strings.ReplaceAll(order, ", ", ", r.")).Replace(`
-WITH {h}{with}
-SELECT w.wrong, r.member, r.score
-FROM (SELECT coalesce((SELECT kind <> 'z' FROM h), false) AS wrong) AS w
-LEFT JOIN LATERAL (
-    SELECT member, score FROM {i}
-    WHERE key = $1::{k} AND {cond} AND EXISTS (SELECT FROM h WHERE kind = 'z')
-    ORDER BY {order}
-    OFFSET {offset} LIMIT {limit}
-) AS r ON true
-ORDER BY {rorder}`)
+		"{order}", order).Replace(`{with}
+SELECT {kind}, NULL::bytea, NULL::float8
+UNION ALL
+(SELECT NULL, member, score FROM {i}
+ WHERE key = $1::{k} AND {cond}
+ ORDER BY {order}
+ OFFSET {offset} LIMIT {limit})`)
 }
 
 // zsetRemSQL is a removal: $1 key, cond the members', with CTEs of with
@@ -234,13 +250,12 @@ const (
 	byMemberOrder = "member{dir}"
 )
 
-// $2 min, $3 excluded: the members from min (the empty member: all).
-const fromMember = `member >= $2::bytea AND NOT ($3::bool AND member = $2::bytea)`
+// $2 min: the members from min (the empty member: all).
+const fromMember = `member >= $2::bytea`
 
 // rankSpan: $2 start, $3 stop (within ±rankBound), made ranks a to b of
 // the set's n members, from the end they count from (ZRANGE 0 -1).
-const rankSpan = `,
-n AS (SELECT count(*) AS n FROM {i} WHERE key = $1::{k} AND EXISTS (SELECT FROM h WHERE kind = 'z')),
+const rankSpan = `n AS (SELECT count(*) AS n FROM {i} WHERE key = $1::{k}),
 sp AS (
     SELECT greatest(CASE WHEN $2::int8 < 0 THEN $2::int8 + n ELSE $2::int8 END, 0) AS a,
            least(CASE WHEN $3::int8 < 0 THEN $3::int8 + n ELSE $3::int8 END, n - 1) AS b
@@ -250,30 +265,29 @@ sp AS (
 // rankMembers are the members of ranks $2 + 1 to $2 + $3 from the end
 // {dir} says; rankSpanMembers those of the span rankSpan made.
 const (
-	rankMembers = `member IN (
+	rankMembers = `member = ANY (ARRAY(
         SELECT member FROM {i} WHERE key = $1::{k} AND score IS NOT NULL
-        ORDER BY score{dir}, member{dir} OFFSET $2::int8 LIMIT $3::int8)`
-	rankSpanMembers = `member IN (
+        ORDER BY score{dir}, member{dir} OFFSET $2::int8 LIMIT $3::int8))`
+	rankSpanMembers = `member = ANY (ARRAY(
         SELECT member FROM {i} WHERE key = $1::{k} AND score IS NOT NULL
-        ORDER BY score, member OFFSET (SELECT a FROM sp) LIMIT (SELECT greatest(b - a + 1, 0) FROM sp))`
+        ORDER BY score, member OFFSET (SELECT a FROM sp) LIMIT (SELECT greatest(b - a + 1, 0) FROM sp)))`
 )
 
 // $1 key, $2 count. ZPOPMIN ({dir} DESC: ZPOPMAX): the members popped, in
 // the order they go; found says the key held a sorted set.
 const zsetPopSQL = `
 WITH {h},
-p AS (
-    SELECT member FROM {i}
-    WHERE key = $1::{k} AND score IS NOT NULL AND EXISTS (SELECT FROM h WHERE kind = 'z')
-    ORDER BY score{dir}, member{dir} LIMIT $2::int8
-), d AS (
-    DELETE FROM {i} AS i USING p
-    WHERE i.key = $1::{k} AND i.member = p.member
-    RETURNING i.member, i.score
+d AS (
+    DELETE FROM {i}
+    WHERE key = $1::{k} AND member = ANY (ARRAY(
+        SELECT member FROM {i}
+        WHERE key = $1::{k} AND score IS NOT NULL AND EXISTS (SELECT FROM h WHERE kind = 'z')
+        ORDER BY score{dir}, member{dir} LIMIT $2::int8))
+    RETURNING member, score
 )
 SELECT w.wrong, w.found, d.member, d.score
 FROM (SELECT coalesce((SELECT kind <> 'z' FROM h), false) AS wrong,
-             EXISTS (SELECT FROM h WHERE kind = 'z') AND EXISTS (SELECT FROM {i} WHERE key = $1::{k}) AS found) AS w
+             EXISTS (SELECT FROM h WHERE kind = 'z') AND {some:$1} AS found) AS w
 LEFT JOIN d ON true
 ORDER BY d.score{dir}, d.member{dir}`
 
@@ -283,22 +297,22 @@ func zsetStatements() zsetSQL {
 	dirs := [2]string{"", " DESC"}
 	for i, dir := range dirs {
 		d := strings.NewReplacer("{dir}", dir)
-		z.byScore[i] = d.Replace(zsetRangeSQL("", inScore, byScoreOrder, "$6::int8", "$7::int8"))
-		z.byLex[i] = d.Replace(zsetRangeSQL("", fromMember, byMemberOrder, "$4::int8", "$5::int8"))
+		z.byScore[i] = d.Replace(zsetRangeSQL("", inScore, byScoreOrder, "$4::int8", "$5::int8"))
+		z.byLex[i] = d.Replace(zsetRangeSQL("", fromMember, byMemberOrder, "$3::int8", "$4::int8"))
 		z.byLexTo[i] = d.Replace(zsetRangeSQL("",
-			fromMember+` AND member <= $6::bytea AND NOT ($7::bool AND member = $6::bytea)`,
-			byMemberOrder, "$4::int8", "$5::int8"))
+			fromMember+` AND member <= $5::bytea AND NOT ($6::bool AND member = $5::bytea)`,
+			byMemberOrder, "$3::int8", "$4::int8"))
 		z.byRank[i] = d.Replace(zsetRangeSQL("", "score IS NOT NULL", byScoreOrder, "$2::int8", "$3::int8"))
-		z.byRankN[i] = d.Replace(zsetRangeSQL(rankSpan, "score IS NOT NULL", byScoreOrder,
+		z.byRankN[i] = d.Replace(zsetRangeSQL("WITH "+rankSpan, "score IS NOT NULL", byScoreOrder,
 			"(SELECT a FROM sp)", "(SELECT greatest(b - a + 1, 0) FROM sp)"))
 		z.remRank[i] = d.Replace(zsetRemSQL("", rankMembers))
 		z.pop[i] = d.Replace(zsetPopSQL)
 	}
 	z.remScore = zsetRemSQL("", inScore)
 	z.remLex = zsetRemSQL("", fromMember)
-	z.remLexTo = zsetRemSQL("", fromMember+` AND member <= $4::bytea AND NOT ($5::bool AND member = $4::bytea)`)
-	z.remRankN = zsetRemSQL(rankSpan, rankSpanMembers)
-	z.add, z.cas, z.rem, z.scores = zsetAddSQL, zsetCASSQL, zsetRemMembersSQL, zsetScoresSQL
+	z.remLexTo = zsetRemSQL("", fromMember+` AND member <= $3::bytea AND NOT ($4::bool AND member = $3::bytea)`)
+	z.remRankN = zsetRemSQL(",\n"+rankSpan, rankSpanMembers)
+	z.add, z.addXX, z.cas, z.rem, z.score, z.scores = zsetAddSQL, zsetAddXXSQL, zsetCASSQL, zsetRemMembersSQL, zsetScoreSQL, zsetScoresSQL
 	z.count, z.countScore = zsetCountSQL, strings.ReplaceAll(zsetCountScoreSQL, "{inScore}", inScore)
 	z.rank, z.revRank = zsetRankSQL, strings.Replace(zsetRankSQL, "(i.score, i.member) <", "(i.score, i.member) >", 1)
 	return z

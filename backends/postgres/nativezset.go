@@ -18,11 +18,15 @@ import (
 
 // zsetSQL are the statements of the sorted set commands.
 type zsetSQL struct {
-	add, cas, rem, scores, count, countScore, rank, revRank string
-	byScore, byLex, byLexTo, byRank, byRankN                [2]string // [rev]; byLexTo: with an upper bound
-	remScore, remLex, remLexTo, remRankN                    string
-	remRank                                                 [2]string // [from the top]
-	pop                                                     [2]string // [max]
+	add, addXX, cas, rem, score, scores string
+	count, countScore, rank, revRank    string
+
+	// Ranges: [0] up, [1] REV; byLexTo with an upper bound.
+	byScore, byLex, byLexTo, byRank, byRankN [2]string
+
+	remScore, remLex, remLexTo, remRankN string
+	remRank                              [2]string // [1]: ranks from the top
+	pop                                  [2]string // [1]: ZPOPMAX
 }
 
 // zsetAdd is ZADD and ZINCRBY. A request that names a member twice (each
@@ -41,10 +45,15 @@ func (s *KV) zsetAdd(ctx context.Context, key string, op *coll.ZAdd) error {
 		return err
 	}
 	op.Done, op.Score = false, 0
+	w := nativeWrite{keys: []any{k}, kind: kindZSet, sql: s.coll.zset.add, args: []any{k, op.Members, op.Scores, op.NX, op.GT, op.LT}}
+	if op.XX {
+		w.drop, w.sql, w.args = true, s.coll.zset.addXX, []any{k, op.Members, op.Scores, op.GT, op.LT}
+	}
 	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindZSet, drop: op.XX, sql: s.coll.zset.add,
-		args: []any{k, op.Members, op.Scores, op.NX, op.XX, op.GT, op.LT},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Added, &op.Updated) }})
+	var written int64
+	w.scan = func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Added, &written) }
+	err = s.write(ctx, op, w)
+	op.Updated = written - op.Added
 	return wrongType(err, wrong)
 }
 
@@ -71,7 +80,7 @@ func plainPairs(op *coll.ZAdd) bool {
 
 // zsetIncr is ZADD … INCR and ZINCRBY: Run on a set of the one member as
 // it is read, and its new score written if it still has the score read
-// (casSQL), again otherwise. Go's addition gives inf where a sum
+// (zsetCASSQL), again otherwise. Go's addition gives inf where a sum
 // overflows, as Redis's does; PostgreSQL's refuses it.
 func (s *KV) zsetIncr(ctx context.Context, key string, op *coll.ZAdd) error {
 	k, err := s.keyParam(ctx, op, key)
@@ -111,16 +120,35 @@ func (s *KV) zsetIncr(ctx context.Context, key string, op *coll.ZAdd) error {
 
 // scores reads the named members' scores, by member.
 func (s *KV) scores(ctx context.Context, op backends.Op, k any, members [][]byte) (map[string]float64, error) {
-	var wrong bool
-	var found [][]byte
-	var scores []float64
-	err := s.readRow(ctx, op, s.coll.zset.scores, []any{k, members}, &wrong, &found, &scores)
-	if err = wrongType(err, wrong); err != nil {
-		return nil, err
+	out := make(map[string]float64, len(members))
+	var kind *string
+	if len(members) == 1 {
+		var score *float64
+		if err := s.readRow(ctx, op, s.coll.zset.score, []any{k, members[0]}, &kind, &score); err != nil {
+			return nil, err
+		}
+		if score != nil {
+			out[string(members[0])] = *score
+		}
+	} else {
+		var rowKind *string
+		var member []byte
+		var score *float64
+		err := s.readRows(ctx, op, s.coll.zset.scores, []any{k, members}, func() { clear(out) },
+			[]any{&rowKind, &member, &score}, func() error {
+				if member == nil {
+					kind = rowKind
+				} else {
+					out[string(member)] = *score
+				}
+				return nil
+			})
+		if err != nil {
+			return nil, err
+		}
 	}
-	out := make(map[string]float64, len(found))
-	for i, m := range found {
-		out[string(m)] = scores[i]
+	if ok, err := holds(kind, kindZSet); !ok {
+		return nil, err
 	}
 	return out, nil
 }
@@ -157,6 +185,27 @@ func (s *KV) zsetMScore(ctx context.Context, key string, op *coll.ZMScore) error
 	return nil
 }
 
+// scoreBounds are a ScoreRange as the statements take it, both ends
+// included: an excluded end is the next float inward, which no score lies
+// between (scores are float8 in the table too). An excluded inf leaves no
+// score in the range (+inf, -inf).
+func scoreBounds(r coll.ScoreRange) (min, max float64) {
+	min, max = r.Min, r.Max
+	if r.MinEx {
+		min = math.Nextafter(min, math.Inf(1))
+		if math.IsInf(r.Min, 1) {
+			return math.Inf(1), math.Inf(-1)
+		}
+	}
+	if r.MaxEx {
+		max = math.Nextafter(max, math.Inf(-1))
+		if math.IsInf(r.Max, -1) {
+			return math.Inf(1), math.Inf(-1)
+		}
+	}
+	return min, max
+}
+
 // zsetRem is ZREM.
 func (s *KV) zsetRem(ctx context.Context, key string, op *coll.ZRem) error {
 	k, err := s.keyParam(ctx, op, key)
@@ -176,9 +225,7 @@ func (s *KV) zsetCard(ctx context.Context, key string, op *coll.ZCard) error {
 	if err != nil {
 		return err
 	}
-	var wrong bool
-	err = s.readRow(ctx, op, s.coll.zset.count, []any{k}, &wrong, &op.Card)
-	return wrongType(err, wrong)
+	return s.counted(ctx, op, kindZSet, s.coll.zset.count, []any{k}, &op.Card)
 }
 
 // zsetCount is ZCOUNT: the range's index entries counted.
@@ -187,10 +234,8 @@ func (s *KV) zsetCount(ctx context.Context, key string, op *coll.ZCount) error {
 	if err != nil {
 		return err
 	}
-	var wrong bool
-	r := op.Range
-	err = s.readRow(ctx, op, s.coll.zset.countScore, []any{k, r.Min, r.Max, r.MinEx, r.MaxEx}, &wrong, &op.Count)
-	return wrongType(err, wrong)
+	min, max := scoreBounds(op.Range)
+	return s.counted(ctx, op, kindZSet, s.coll.zset.countScore, []any{k, min, max}, &op.Count)
 }
 
 // zsetRank is ZRANK and ZREVRANK: the members before it counted.
@@ -203,32 +248,46 @@ func (s *KV) zsetRank(ctx context.Context, key string, op *coll.ZRank) error {
 	if op.Rev {
 		sql = s.coll.zset.revRank
 	}
-	var wrong bool
-	err = s.readRow(ctx, op, sql, []any{k, op.Member}, &wrong, &op.Found, &op.Rank)
-	return wrongType(err, wrong)
+	var kind *string
+	var score *float64
+	if err := s.readRow(ctx, op, sql, []any{k, op.Member}, &kind, &score, &op.Rank); err != nil {
+		return err
+	}
+	ok, err := holds(kind, kindZSet)
+	op.Found = ok && score != nil
+	return err
 }
 
-// $1 key, $2 members, $3 scores (distinct members, no NaN), $4 NX, $5 XX,
-// $6 GT, $7 LT. ZADD without INCR: the members added, and those whose
-// score changed.
+// $1 key, $2 members, $3 scores (distinct members, no NaN), $4 NX, $5 GT,
+// $6 LT. ZADD without XX or INCR: the members not there before (all of
+// them are added), and the members written (added, or given a new score).
 const zsetAddSQL = `
 WITH {h},
-u AS (
-    SELECT u.m, u.s, i.score AS old
-    FROM unnest($2::bytea[], $3::float8[]) AS u(m, s)
-    LEFT JOIN {i} AS i ON i.key = $1::{k} AND i.member = u.m
+w AS (
+    INSERT INTO {i} AS i (key, member, score)
+    SELECT $1::{k}, u.m, u.s FROM unnest($2::bytea[], $3::float8[]) AS u(m, s)
     WHERE EXISTS (SELECT FROM h WHERE kind = 'z')
-), upd AS (
-    UPDATE {i} AS i SET score = u.s FROM u
-    WHERE i.key = $1::{k} AND i.member = u.m AND NOT $4::bool AND u.s <> u.old
-      AND NOT ($6::bool AND u.s <= u.old) AND NOT ($7::bool AND u.s >= u.old)
-    RETURNING true
-), ins AS (
-    INSERT INTO {i} (key, member, score)
-    SELECT $1::{k}, m, s FROM u WHERE old IS NULL AND NOT $5::bool
+    ON CONFLICT (key, member) DO UPDATE SET score = EXCLUDED.score
+    WHERE NOT $4::bool AND i.score <> EXCLUDED.score
+      AND NOT ($5::bool AND EXCLUDED.score <= i.score) AND NOT ($6::bool AND EXCLUDED.score >= i.score)
     RETURNING true
 )
-SELECT coalesce((SELECT kind <> 'z' FROM h), false), (SELECT count(*) FROM ins), (SELECT count(*) FROM upd)`
+SELECT coalesce((SELECT kind <> 'z' FROM h), false),
+       (SELECT count(*) FROM unnest($2::bytea[]) AS u(m) WHERE NOT EXISTS (SELECT FROM {i} WHERE key = $1::{k} AND member = u.m)),
+       (SELECT count(*) FROM w)`
+
+// $1 key, $2 members, $3 scores (distinct members, no NaN), $4 GT, $5 LT.
+// ZADD XX: no member added, and those given a new score.
+const zsetAddXXSQL = `
+WITH {h},
+w AS (
+    UPDATE {i} AS i SET score = u.s
+    FROM unnest($2::bytea[], $3::float8[]) AS u(m, s)
+    WHERE i.key = $1::{k} AND i.member = u.m AND EXISTS (SELECT FROM h WHERE kind = 'z') AND i.score <> u.s
+      AND NOT ($4::bool AND u.s <= i.score) AND NOT ($5::bool AND u.s >= i.score)
+    RETURNING true
+)
+SELECT coalesce((SELECT kind <> 'z' FROM h), false), 0::int8, (SELECT count(*) FROM w)`
 
 // $1 key, $2 member, $3 its score as read (NULL: absent), $4 its new
 // score. The member is written only if it still has the score read: true
@@ -256,41 +315,31 @@ d AS (
 )
 SELECT coalesce((SELECT kind <> 'z' FROM h), false), (SELECT count(*) FROM d)`
 
-// $1 key, $2 members. ZSCORE, ZMSCORE: the members in the set, with their
-// scores.
+// $1 key, $2 member. ZSCORE: its score.
+const zsetScoreSQL = `SELECT {kind}, (SELECT score FROM {i} WHERE key = $1::{k} AND member = $2::bytea)`
+
+// $1 key, $2 members. ZMSCORE: a row of the key's kind, and one per member
+// in the set, with its score.
 const zsetScoresSQL = `
-WITH {h}
-SELECT coalesce((SELECT kind <> 'z' FROM h), false), f.members, f.scores
-FROM (SELECT array_agg(member) AS members, array_agg(score) AS scores
-      FROM {i}
-      WHERE key = $1::{k} AND member = ANY($2::bytea[]) AND EXISTS (SELECT FROM h WHERE kind = 'z')) AS f`
+SELECT {kind}, NULL::bytea, NULL::float8
+UNION ALL
+SELECT NULL, member, score FROM {i} WHERE key = $1::{k} AND member = ANY($2::bytea[])`
 
 // $1 key. ZCARD.
-const zsetCountSQL = `
-WITH {h}
-SELECT coalesce((SELECT kind <> 'z' FROM h), false),
-       (SELECT count(*) FROM {i} WHERE key = $1::{k} AND EXISTS (SELECT FROM h WHERE kind = 'z'))`
+const zsetCountSQL = `SELECT {kind}, (SELECT count(*) FROM {i} WHERE key = $1::{k})`
 
-// inScore is the condition of a score range: $2 min, $3 max, $4 and $5
-// whether they are excluded. The index reads from min to max.
-const inScore = `score >= $2::float8 AND score <= $3::float8
-      AND NOT ($4::bool AND score = $2::float8) AND NOT ($5::bool AND score = $3::float8)`
+// inScore is the condition of a score range: $2 to $3, both included
+// (scoreBounds). The index reads from the one to the other.
+const inScore = `score >= $2::float8 AND score <= $3::float8`
 
-// $1 key, score range (inScore). ZCOUNT.
-const zsetCountScoreSQL = `
-WITH {h}
-SELECT coalesce((SELECT kind <> 'z' FROM h), false),
-       (SELECT count(*) FROM {i}
-        WHERE key = $1::{k} AND {inScore} AND EXISTS (SELECT FROM h WHERE kind = 'z'))`
+// $1 key, $2 and $3 a score range (inScore). ZCOUNT: the range's index entries
+// counted.
+const zsetCountScoreSQL = `SELECT {kind}, (SELECT count(*) FROM {i} WHERE key = $1::{k} AND {inScore})`
 
-// $1 key, $2 member. ZRANK (ZREVRANK: > for <): whether the member is
-// there, and how many come before it.
+// $1 key, $2 member. ZRANK (ZREVRANK: > for <): the member's score, and
+// how many come before it.
 const zsetRankSQL = `
-WITH {h},
-m AS (
-    SELECT score FROM {i}
-    WHERE key = $1::{k} AND member = $2::bytea AND EXISTS (SELECT FROM h WHERE kind = 'z')
-)
-SELECT coalesce((SELECT kind <> 'z' FROM h), false), EXISTS (SELECT FROM m),
-       (SELECT count(*) FROM {i} AS i, m
-        WHERE i.key = $1::{k} AND i.score IS NOT NULL AND (i.score, i.member) < (m.score, $2::bytea))`
+SELECT {kind}, m.score,
+       (SELECT count(*) FROM {i} AS i
+        WHERE i.key = $1::{k} AND i.score IS NOT NULL AND (i.score, i.member) < (m.score, $2::bytea))
+FROM (SELECT (SELECT score FROM {i} WHERE key = $1::{k} AND member = $2::bytea) AS score) AS m`
