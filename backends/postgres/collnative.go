@@ -32,8 +32,11 @@ import (
 //
 //  1. lockRowsSQL locks the rows of the keys, in key order, and gives a key
 //     without a live row one of the command's kind (taking over an expired
-//     row: the purge trigger then deletes its old items). A live row of
-//     another kind is locked and left as it is. It also makes the
+//     row: the purge trigger then deletes its old items). A live row of the
+//     kind is rewritten as it is, so that the fence triggers of an L1 tier
+//     (package coherence) see the write, as they see the generic path's
+//     updateRowSQL; one of another kind is locked and left as it is (a
+//     WRONGTYPE changes nothing). It also makes the
 //     statements after it run their generic plans (an index plan on the
 //     key's entries whatever the parameters), not a plan made for each
 //     run's parameters, which for these statements costs several times
@@ -295,17 +298,18 @@ const genericPlansSQL = `SELECT ` + genericPlans
 // $1 keys (sorted, distinct), $2 kind. Step 1 of a write: each key's row
 // locked; a key without one, or with an expired one, gets a live row of
 // the kind, with no expiry (an expired row taken over loses its items to
-// the purge trigger, at the end of this statement). A live row is locked
-// and left as it is, whatever its kind: TTL is the row's, and a write
-// keeps it. And genericPlans, once a key (set_config returns the value
-// set), which spares the write a statement of its own.
+// the purge trigger, at the end of this statement). A live row of the kind
+// keeps its deadline (TTL is the row's, and a write keeps it), and one of
+// another kind is only locked. And genericPlans, once a key (set_config
+// returns the value set), which spares the write a statement of its own.
 const lockRowsSQL = `
 INSERT INTO {t} AS t (key, value, expires_at, kind)
 SELECT k, '', 'infinity', $2::"char" FROM unnest($1::{k}[]) AS u(k)
 WHERE ` + genericPlans + ` <> ''
 ON CONFLICT (key) DO UPDATE
-SET value = '', expires_at = 'infinity', kind = EXCLUDED.kind
-WHERE t.expires_at <= now()`
+SET value = '', kind = EXCLUDED.kind,
+    expires_at = CASE WHEN t.expires_at <= now() THEN 'infinity' ELSE t.expires_at END
+WHERE t.expires_at <= now() OR t.kind = EXCLUDED.kind`
 
 // $1 keys, $2 kind. Step 3 of a write: the rows of the kind that have no
 // items left are deleted (the purge trigger finds nothing to delete).

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pgcache/pgcache/backends/coll"
+	"github.com/pgcache/pgcache/coherence"
 )
 
 // The layout's rules under the native commands: expired rows, deadlines,
@@ -285,4 +286,39 @@ func (p planNode) rows() int64 {
 		n += c.rows()
 	}
 	return n
+}
+
+// Every native write of a collection is seen by the fence triggers of an
+// L1 tier (package coherence): it writes the collection's row, as the
+// generic path does, and a WRONGTYPE writes nothing.
+func TestNativeWritesFence(t *testing.T) {
+	w := newTwin(t, DurabilityStandard)
+	ctx := testCtx(t)
+	if err := coherence.Attach(ctx, w.pg.pool, w.pg.table.String()); err != nil {
+		t.Fatal(err)
+	}
+	fences := func(key string) int64 {
+		return queryInt(t, `SELECT count(*) FROM pgcache.fence_log WHERE tbl = $1 AND keys @> to_jsonb(ARRAY[$2::text])`,
+			w.pg.FenceTable(), key)
+	}
+	w.same("hset h a 1 b 2", "sadd s a b", "zadd z 1 a 2 b 3 c", "rpush l a b c d", "rpush l2 x", "set str v")
+	for _, c := range []struct{ key, cmd string }{
+		{"h", "hset h a 3"}, {"h", "hsetnx h c 1"}, {"h", "hdel h c"}, {"h", "hincrby h n 1"}, {"h", "hincrbyfloat h f 1"},
+		{"s", "sadd s c"}, {"s", "srem s c"},
+		{"z", "zadd z 5 a"}, {"z", "zincrby z 1 a"}, {"z", "zrem z c"}, {"z", "zremrangebyscore z 100 200"},
+		{"z", "zremrangebyrank z 0 0"}, {"z", "zremrangebylex z [x [y"}, {"z", "zpopmax z"},
+		{"l", "lpush l x"}, {"l", "rpop l"}, {"l", "lset l 0 y"}, {"l", "ltrim l 0 -2"}, {"l", "lmove l l left right"},
+		{"l2", "lmove l l2 left right"}, {"l", "blpop l 0"},
+	} {
+		before := fences(c.key)
+		w.same(c.cmd)
+		if after := fences(c.key); after == before {
+			t.Errorf("%s: no fence of %s", c.cmd, c.key)
+		}
+	}
+	before := fences("str")
+	w.same("hset str f v", "sadd str m", "zadd str 1 m", "lpush str e", "lpop str")
+	if after := fences("str"); after != before {
+		t.Errorf("WRONGTYPE writes logged %d fences of str", after-before)
+	}
 }
