@@ -3,7 +3,9 @@ package coll
 import "github.com/pgcache/pgcache/backends"
 
 // Hash commands. Each is an Op: Parse… reads the request, Run does it on
-// the hash, Reply answers as Redis 7.0 does.
+// the hash, Reply answers as Redis 7.0 does. The arguments and results of
+// those a store may do itself (PostgreSQL) are exported fields: a store
+// that did the command sets the results, and Reply answers from them.
 
 // hashOf returns keys[i]'s hash, nil when the key does not exist.
 func hashOf(v backends.View, i int) (*Hash, error) {

@@ -7,7 +7,9 @@ import (
 )
 
 // Set commands on one set, and SMOVE. Each is an Op: Parse… reads the
-// request, Run does it on the set, Reply answers as Redis 7.0 does. The
+// request, Run does it on the set, Reply answers as Redis 7.0 does (the
+// arguments and results a store needs to do SADD, SREM, SISMEMBER,
+// SMISMEMBER and SCARD itself are exported fields). The
 // commands of several sets (SINTER, SUNIONSTORE…) are in set_algebra.go,
 // the random ones (SPOP, SRANDMEMBER) in set_rand.go.
 

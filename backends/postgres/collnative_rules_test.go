@@ -322,3 +322,27 @@ func TestNativeWritesFence(t *testing.T) {
 		t.Errorf("WRONGTYPE writes logged %d fences of str", after-before)
 	}
 }
+
+// The native commands on routes whose keys are bigints or uuids.
+func TestNativeKeyTypes(t *testing.T) {
+	for _, c := range []struct{ keyType, a, b, c string }{
+		{KeyBigint, "1", "-2", "9223372036854775807"},
+		{KeyUUID, "00000000-0000-0000-0000-000000000001", "ffffffff-ffff-ffff-ffff-ffffffffffff", "12345678-9abc-def0-1234-56789abcdef0"},
+	} {
+		t.Run(c.keyType, func(t *testing.T) {
+			w := newTwinKeyed(t, DurabilityUnlogged, c.keyType)
+			r := strings.NewReplacer("{a}", c.a, "{b}", c.b, "{c}", c.c)
+			for _, line := range []string{
+				"hset {a} f 1 g 2", "hget {a} f", "hmget {a} f x g", "hincrby {a} f 5", "hdel {a} f g", "hlen {a}",
+				"sadd {b} m n", "sismember {b} m", "smismember {b} m x", "srem {b} m", "scard {b}",
+				"zadd {c} 1 a 2 b", "zrangebyscore {c} -inf +inf WITHSCORES", "zincrby {c} 1 a", "zpopmin {c}", "zcard {c}",
+				"rpush {a} x", "rpush {b} x", "lpush {c} x", "set {c} v",
+				"rpush {b} y z", "lmove {b} {c} left right", "lmove {b} {a} left right", "lrange {a} 0 -1",
+				"blpop {a} {b} 0", "brpop {b} {a} 0", "llen {a}", "llen {b}",
+			} {
+				w.same(r.Replace(line))
+			}
+			w.layout()
+		})
+	}
+}

@@ -54,7 +54,10 @@ type twin struct {
 	pg  *KV
 }
 
-func newTwin(t *testing.T, durability string) *twin {
+func newTwin(t *testing.T, durability string) *twin { return newTwinKeyed(t, durability, "") }
+
+// newTwinKeyed is newTwin with a route of keyType.
+func newTwinKeyed(t *testing.T, durability, keyType string) *twin {
 	t.Helper()
 	md := memory.NewDriver("mem", 64<<20)
 	t.Cleanup(func() { md.Close() })
@@ -64,7 +67,7 @@ func newTwin(t *testing.T, durability string) *twin {
 	}
 	t.Cleanup(func() { mem.Close() })
 	d := newDriver(t, Options{})
-	return &twin{t: t, mem: mem, pg: openKV(t, d, uniqueTable(t), durability, "")}
+	return &twin{t: t, mem: mem, pg: openKV(t, d, uniqueTable(t), durability, keyType)}
 }
 
 // same runs each line on both stores and compares the replies.
