@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -88,6 +89,9 @@ func (s *KV) listLen(ctx context.Context, key string, op *coll.LLen) error {
 	op.Len = 0
 	if ok, err := holds(kind, kindList); !ok || first == nil {
 		return err
+	}
+	if len(first) != 8 || len(last) != 8 {
+		return fmt.Errorf("%s: llen: list %q has an element whose member is no position", s.where, key)
 	}
 	op.Len = positionOf(last) - positionOf(first) + 1
 	return nil
