@@ -34,11 +34,11 @@ func Events(op backends.Op, yield func(Event)) {
 	case *HSet:
 		ev(ClassHash, "hset", 0)
 	case *HSetNX:
-		if op.added {
+		if op.Added {
 			ev(ClassHash, "hset", 0)
 		}
 	case *HDel:
-		if op.deleted > 0 {
+		if op.Deleted > 0 {
 			ev(ClassHash, "hdel", 0)
 		}
 	case *HIncrBy:
@@ -46,11 +46,11 @@ func Events(op backends.Op, yield func(Event)) {
 	case *HIncrByFloat:
 		ev(ClassHash, "hincrbyfloat", 0)
 	case *SAdd:
-		if op.added > 0 {
+		if op.Added > 0 {
 			ev(ClassSet, "sadd", 0)
 		}
 	case *SRem:
-		if op.removed > 0 {
+		if op.Removed > 0 {
 			ev(ClassSet, "srem", 0)
 		}
 	case *SMove:
@@ -86,7 +86,7 @@ func Events(op backends.Op, yield func(Event)) {
 			ev(ClassZSet, op.Name(), 0)
 		}
 	case *ZPop:
-		if len(op.popped) > 0 {
+		if len(op.Popped) > 0 {
 			ev(ClassZSet, op.Name(), 0)
 		}
 	case *ZRange:

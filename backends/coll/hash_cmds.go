@@ -3,7 +3,9 @@ package coll
 import "github.com/pgcache/pgcache/backends"
 
 // Hash commands. Each is an Op: Parse… reads the request, Run does it on
-// the hash, Reply answers as Redis 7.0 does.
+// the hash, Reply answers as Redis 7.0 does. The arguments and results of
+// those a store may do itself (PostgreSQL) are exported fields: a store
+// that did the command sets the results, and Reply answers from them.
 
 // hashOf returns keys[i]'s hash, nil when the key does not exist.
 func hashOf(v backends.View, i int) (*Hash, error) {
@@ -17,9 +19,9 @@ func hashOf(v backends.View, i int) (*Hash, error) {
 // HSet is HSET key field value [field value ...], and HMSET, which answers OK.
 type HSet struct {
 	backends.Passed
-	pairs [][]byte // field, value, …
+	Pairs [][]byte // field, value, …
 	hmset bool
-	added int64
+	Added int64 // result: the fields added
 }
 
 // ParseHSet reads HSET (and HMSET).
@@ -27,7 +29,7 @@ func ParseHSet(args [][]byte) (Command, error) {
 	if len(args)%2 != 0 {
 		return nil, backends.Refusal("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
 	}
-	op := &HSet{pairs: args[2:], hmset: is(args[0], "hmset")}
+	op := &HSet{Pairs: args[2:], hmset: is(args[0], "hmset")}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -49,10 +51,10 @@ func (op *HSet) Run(v backends.View) error {
 		h = NewHash()
 		v.Put(0, h)
 	}
-	op.added = 0
-	for i := 0; i < len(op.pairs); i += 2 {
-		if h.Set(h.Key(op.pairs[i]), clone(op.pairs[i+1])) {
-			op.added++
+	op.Added = 0
+	for i := 0; i < len(op.Pairs); i += 2 {
+		if h.Set(h.Key(op.Pairs[i]), clone(op.Pairs[i+1])) {
+			op.Added++
 		}
 	}
 	return nil
@@ -63,20 +65,20 @@ func (op *HSet) Reply(w Writer) {
 		w.Status("OK")
 		return
 	}
-	w.Int(op.added)
+	w.Int(op.Added)
 }
 
 // HGet is HGET key field.
 type HGet struct {
 	backends.Passed
-	field []byte
-	val   []byte
-	found bool
+	Field []byte
+	Value []byte // result
+	Found bool   // result
 }
 
 // ParseHGet reads HGET.
 func ParseHGet(args [][]byte) (Command, error) {
-	op := &HGet{field: args[2]}
+	op := &HGet{Field: args[2]}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -85,33 +87,33 @@ func (*HGet) Name() string            { return "hget" }
 func (*HGet) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HGet) Run(v backends.View) error {
-	op.val, op.found = nil, false
+	op.Value, op.Found = nil, false
 	h, err := hashOf(v, 0)
 	if h == nil || err != nil {
 		return err
 	}
-	op.val, op.found = h.Get(stringOf(op.field))
+	op.Value, op.Found = h.Get(stringOf(op.Field))
 	return nil
 }
 
 func (op *HGet) Reply(w Writer) {
-	if !op.found {
+	if !op.Found {
 		w.Null()
 		return
 	}
-	w.Bulk(op.val)
+	w.Bulk(op.Value)
 }
 
 // HSetNX is HSETNX key field value.
 type HSetNX struct {
 	backends.Passed
-	field, val []byte
-	added      bool
+	Field, Value []byte
+	Added        bool // result
 }
 
 // ParseHSetNX reads HSETNX.
 func ParseHSetNX(args [][]byte) (Command, error) {
-	op := &HSetNX{field: args[2], val: args[3]}
+	op := &HSetNX{Field: args[2], Value: args[3]}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -120,7 +122,7 @@ func (*HSetNX) Name() string            { return "hsetnx" }
 func (*HSetNX) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HSetNX) Run(v backends.View) error {
-	op.added = false
+	op.Added = false
 	h, err := hashOf(v, 0)
 	if err != nil {
 		return err
@@ -129,25 +131,25 @@ func (op *HSetNX) Run(v backends.View) error {
 		h = NewHash()
 		v.Put(0, h)
 	}
-	if _, ok := h.Get(stringOf(op.field)); ok {
+	if _, ok := h.Get(stringOf(op.Field)); ok {
 		return nil
 	}
-	op.added = h.Set(string(op.field), clone(op.val))
+	op.Added = h.Set(string(op.Field), clone(op.Value))
 	return nil
 }
 
-func (op *HSetNX) Reply(w Writer) { w.Int(b2i(op.added)) }
+func (op *HSetNX) Reply(w Writer) { w.Int(b2i(op.Added)) }
 
 // HMGet is HMGET key field [field ...].
 type HMGet struct {
 	backends.Passed
-	fields [][]byte
-	vals   [][]byte // nil where the field is missing
+	Fields [][]byte
+	Values [][]byte // result: nil where the field is missing
 }
 
 // ParseHMGet reads HMGET.
 func ParseHMGet(args [][]byte) (Command, error) {
-	op := &HMGet{fields: args[2:]}
+	op := &HMGet{Fields: args[2:]}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -156,12 +158,12 @@ func (*HMGet) Name() string            { return "hmget" }
 func (*HMGet) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HMGet) Run(v backends.View) error {
-	op.vals = op.vals[:0]
+	op.Values = op.Values[:0]
 	h, err := hashOf(v, 0)
 	if err != nil {
 		return err
 	}
-	for _, f := range op.fields {
+	for _, f := range op.Fields {
 		var val []byte
 		if h != nil {
 			var ok bool
@@ -169,14 +171,14 @@ func (op *HMGet) Run(v backends.View) error {
 				val = []byte{}
 			}
 		}
-		op.vals = append(op.vals, val)
+		op.Values = append(op.Values, val)
 	}
 	return nil
 }
 
 func (op *HMGet) Reply(w Writer) {
-	w.Array(len(op.vals))
-	for _, val := range op.vals {
+	w.Array(len(op.Values))
+	for _, val := range op.Values {
 		if val == nil {
 			w.Null()
 			continue
@@ -188,13 +190,13 @@ func (op *HMGet) Reply(w Writer) {
 // HDel is HDEL key field [field ...].
 type HDel struct {
 	backends.Passed
-	fields  [][]byte
-	deleted int64
+	Fields  [][]byte
+	Deleted int64 // result
 }
 
 // ParseHDel reads HDEL.
 func ParseHDel(args [][]byte) (Command, error) {
-	op := &HDel{fields: args[2:]}
+	op := &HDel{Fields: args[2:]}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -204,32 +206,32 @@ func (*HDel) Writes() backends.Writes { return backends.WritesAll }
 
 // Run needs the View's Limits: a small hash keeps its order (Hash.Del).
 func (op *HDel) Run(v backends.View) error {
-	op.deleted = 0
+	op.Deleted = 0
 	h, err := hashOf(v, 0)
 	if h == nil || err != nil {
 		return err
 	}
 	l := LimitsOf(v)
-	for _, f := range op.fields {
+	for _, f := range op.Fields {
 		if h.Del(stringOf(f), l) {
-			op.deleted++
+			op.Deleted++
 		}
 	}
 	return nil
 }
 
-func (op *HDel) Reply(w Writer) { w.Int(op.deleted) }
+func (op *HDel) Reply(w Writer) { w.Int(op.Deleted) }
 
 // HExists is HEXISTS key field.
 type HExists struct {
 	backends.Passed
-	field []byte
-	found bool
+	Field []byte
+	Found bool // result
 }
 
 // ParseHExists reads HEXISTS.
 func ParseHExists(args [][]byte) (Command, error) {
-	op := &HExists{field: args[2]}
+	op := &HExists{Field: args[2]}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -238,21 +240,21 @@ func (*HExists) Name() string            { return "hexists" }
 func (*HExists) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HExists) Run(v backends.View) error {
-	op.found = false
+	op.Found = false
 	h, err := hashOf(v, 0)
 	if h == nil || err != nil {
 		return err
 	}
-	_, op.found = h.Get(stringOf(op.field))
+	_, op.Found = h.Get(stringOf(op.Field))
 	return nil
 }
 
-func (op *HExists) Reply(w Writer) { w.Int(b2i(op.found)) }
+func (op *HExists) Reply(w Writer) { w.Int(b2i(op.Found)) }
 
 // HLen is HLEN key.
 type HLen struct {
 	backends.Passed
-	n int64
+	Len int64 // result
 }
 
 // ParseHLen reads HLEN.
@@ -266,27 +268,27 @@ func (*HLen) Name() string            { return "hlen" }
 func (*HLen) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HLen) Run(v backends.View) error {
-	op.n = 0
+	op.Len = 0
 	h, err := hashOf(v, 0)
 	if h == nil || err != nil {
 		return err
 	}
-	op.n = int64(h.Len())
+	op.Len = int64(h.Len())
 	return nil
 }
 
-func (op *HLen) Reply(w Writer) { w.Int(op.n) }
+func (op *HLen) Reply(w Writer) { w.Int(op.Len) }
 
 // HStrLen is HSTRLEN key field.
 type HStrLen struct {
 	backends.Passed
-	field []byte
-	n     int64
+	Field []byte
+	Len   int64 // result
 }
 
 // ParseHStrLen reads HSTRLEN.
 func ParseHStrLen(args [][]byte) (Command, error) {
-	op := &HStrLen{field: args[2]}
+	op := &HStrLen{Field: args[2]}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -295,17 +297,17 @@ func (*HStrLen) Name() string            { return "hstrlen" }
 func (*HStrLen) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HStrLen) Run(v backends.View) error {
-	op.n = 0
+	op.Len = 0
 	h, err := hashOf(v, 0)
 	if h == nil || err != nil {
 		return err
 	}
-	val, _ := h.Get(stringOf(op.field))
-	op.n = int64(len(val))
+	val, _ := h.Get(stringOf(op.Field))
+	op.Len = int64(len(val))
 	return nil
 }
 
-func (op *HStrLen) Reply(w Writer) { w.Int(op.n) }
+func (op *HStrLen) Reply(w Writer) { w.Int(op.Len) }
 
 // HGetAll is HGETALL key, and HKEYS and HVALS, which answer half of it.
 type HGetAll struct {

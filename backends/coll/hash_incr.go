@@ -11,9 +11,7 @@ import (
 // it.
 
 var (
-	errHashNotInt   = backends.Refusal("ERR hash value is not an integer")
 	errHashNotFloat = backends.Refusal("ERR hash value is not a float")
-	errOverflow     = backends.Refusal("ERR increment or decrement would overflow")
 	errIncrNaN      = backends.Refusal("ERR value is NaN or Infinity")
 	errResultNaN    = backends.Refusal("ERR increment would produce NaN or Infinity")
 )
@@ -21,9 +19,9 @@ var (
 // HIncrBy is HINCRBY key field increment.
 type HIncrBy struct {
 	backends.Passed
-	field  []byte
-	incr   int64
-	result int64
+	Field  []byte
+	Incr   int64
+	Result int64 // result: the new value
 }
 
 // ParseHIncrBy reads HINCRBY.
@@ -32,7 +30,7 @@ func ParseHIncrBy(args [][]byte) (Command, error) {
 	if !ok {
 		return nil, errNotInteger
 	}
-	op := &HIncrBy{field: args[2], incr: incr}
+	op := &HIncrBy{Field: args[2], Incr: incr}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -47,26 +45,26 @@ func (op *HIncrBy) Run(v backends.View) error {
 	}
 	var old int64
 	if h != nil {
-		if cur, ok := h.Get(stringOf(op.field)); ok {
+		if cur, ok := h.Get(stringOf(op.Field)); ok {
 			if old, ok = backends.ParseInt(cur); !ok {
-				return errHashNotInt
+				return ErrHashNotInt
 			}
 		}
 	}
-	if op.incr < 0 && old < 0 && op.incr < minInt64-old ||
-		op.incr > 0 && old > 0 && op.incr > maxInt64-old {
-		return errOverflow
+	if op.Incr < 0 && old < 0 && op.Incr < minInt64-old ||
+		op.Incr > 0 && old > 0 && op.Incr > maxInt64-old {
+		return ErrIncrOverflow
 	}
 	if h == nil {
 		h = NewHash()
 		v.Put(0, h)
 	}
-	op.result = old + op.incr
-	h.Set(h.Key(op.field), strconv.AppendInt(nil, op.result, 10))
+	op.Result = old + op.Incr
+	h.Set(h.Key(op.Field), strconv.AppendInt(nil, op.Result, 10))
 	return nil
 }
 
-func (op *HIncrBy) Reply(w Writer) { w.Int(op.result) }
+func (op *HIncrBy) Reply(w Writer) { w.Int(op.Result) }
 
 const (
 	maxInt64 = 1<<63 - 1
@@ -77,7 +75,7 @@ const (
 // ld).
 type HIncrByFloat struct {
 	backends.Passed
-	field  []byte
+	Field  []byte
 	incr   ld
 	result []byte
 }
@@ -91,7 +89,7 @@ func ParseHIncrByFloat(args [][]byte) (Command, error) {
 	case incr.inf:
 		return nil, errIncrNaN
 	}
-	op := &HIncrByFloat{field: args[2], incr: incr}
+	op := &HIncrByFloat{Field: args[2], incr: incr}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -107,7 +105,7 @@ func (op *HIncrByFloat) Run(v backends.View) error {
 	}
 	var old ld // a missing field is 0
 	if h != nil {
-		if cur, ok := h.Get(stringOf(op.field)); ok {
+		if cur, ok := h.Get(stringOf(op.Field)); ok {
 			if old, ok = parseLD(cur); !ok {
 				return errHashNotFloat
 			}
@@ -122,7 +120,7 @@ func (op *HIncrByFloat) Run(v backends.View) error {
 		v.Put(0, h)
 	}
 	op.result = sum.text()
-	h.Set(h.Key(op.field), op.result)
+	h.Set(h.Key(op.Field), op.result)
 	return nil
 }
 

@@ -37,7 +37,8 @@ type BPop struct {
 	Found   bool   // result: one of the keys held a list
 	Key     []byte // result: that key (a copy)
 	Elem    []byte // result: the element popped
-	woken   bool
+	// Woken: Wake was called; a key of another type is passed over.
+	Woken bool
 }
 
 func parseBPop(args [][]byte, end End) (Command, error) {
@@ -66,7 +67,7 @@ func (*BPop) Writes() backends.Writes   { return backends.WritesAll }
 func (op *BPop) Ready() bool            { return op.Found }
 func (op *BPop) Timeout() time.Duration { return op.timeout }
 func (*BPop) TimedOut(w Writer)         { w.NullArray() }
-func (op *BPop) Wake()                  { op.woken = true }
+func (op *BPop) Wake()                  { op.Woken = true }
 
 // Run pops from the first key that holds a list; a key of another type
 // before it fails the command.
@@ -74,7 +75,7 @@ func (op *BPop) Run(v backends.View) error {
 	op.Found, op.Key, op.Elem = false, nil, nil
 	for i := range op.KeyAt {
 		l, err := listOf(v, i)
-		if op.woken && errors.Is(err, backends.ErrWrongType) {
+		if op.Woken && errors.Is(err, backends.ErrWrongType) {
 			continue
 		}
 		if err != nil {

@@ -4,16 +4,10 @@ import "github.com/pgcache/pgcache/backends"
 
 // List commands. Each is an Op: Parse… reads the request, Run does it on
 // the list, Reply answers as Redis 7.0 does. The fields a store needs to
-// run the common ones itself (PostgreSQL: LPUSH, RPUSH and their X forms,
-// LPOP and RPOP, LLEN, LRANGE) are
-// exported, results included: a store that runs the command natively
-// fills the results, and Reply writes them. The others keep theirs
-// unexported: a store runs them with Run.
-
-var (
-	errNoSuchKey  = backends.Refusal("ERR no such key")
-	errIndexRange = backends.Refusal("ERR index out of range")
-)
+// run the common ones itself (PostgreSQL: the pushes and pops, LLEN,
+// LRANGE, LINDEX, LSET, LTRIM) are exported, results included: a store
+// that runs the command natively fills the results, and Reply writes them.
+// The others keep theirs unexported: a store runs them with Run.
 
 // listOf returns keys[i]'s list, nil when the key does not exist.
 func listOf(v backends.View, i int) (*List, error) {
@@ -249,16 +243,16 @@ func (op *LRange) Reply(w Writer) { bulks(w, op.Elems) }
 // LIndex is LINDEX key index.
 type LIndex struct {
 	backends.Passed
-	index int64
-	bad   error // the index's parse error: Redis reports it after the key's
-	elem  []byte
-	found bool
+	Index    int64
+	BadIndex error  // the index's parse error: Redis reports it after the key's
+	Elem     []byte // result
+	Found    bool   // result
 }
 
 // ParseLIndex reads LINDEX key index.
 func ParseLIndex(args [][]byte) (Command, error) {
 	op := &LIndex{}
-	op.index, op.bad = longArg(args[2])
+	op.Index, op.BadIndex = longArg(args[2])
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -267,38 +261,38 @@ func (*LIndex) Name() string            { return "lindex" }
 func (*LIndex) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *LIndex) Run(v backends.View) error {
-	op.elem, op.found = nil, false
+	op.Elem, op.Found = nil, false
 	l, err := listOf(v, 0)
 	if l == nil || err != nil {
 		return err
 	}
-	if op.bad != nil {
-		return op.bad
+	if op.BadIndex != nil {
+		return op.BadIndex
 	}
-	op.elem, op.found = l.Index(op.index)
+	op.Elem, op.Found = l.Index(op.Index)
 	return nil
 }
 
 func (op *LIndex) Reply(w Writer) {
-	if !op.found {
+	if !op.Found {
 		w.Null()
 		return
 	}
-	w.Bulk(op.elem)
+	w.Bulk(op.Elem)
 }
 
 // LSet is LSET key index element.
 type LSet struct {
 	backends.Passed
-	index int64
-	bad   error // the index's parse error: Redis reports it after the key's
-	elem  []byte
+	Index    int64
+	BadIndex error // the index's parse error: Redis reports it after the key's
+	Elem     []byte
 }
 
 // ParseLSet reads LSET key index element.
 func ParseLSet(args [][]byte) (Command, error) {
-	op := &LSet{elem: args[3]}
-	op.index, op.bad = longArg(args[2])
+	op := &LSet{Elem: args[3]}
+	op.Index, op.BadIndex = longArg(args[2])
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -312,18 +306,18 @@ func (op *LSet) Run(v backends.View) error {
 	case err != nil:
 		return err
 	case l == nil:
-		return errNoSuchKey
-	case op.bad != nil:
-		return op.bad
+		return ErrNoSuchKey
+	case op.BadIndex != nil:
+		return op.BadIndex
 	}
-	i := op.index
+	i := op.Index
 	if i < 0 {
 		i += int64(l.Len())
 	}
 	if i < 0 || i >= int64(l.Len()) {
-		return errIndexRange
+		return ErrIndexRange
 	}
-	l.Set(int(i), clone(op.elem))
+	l.Set(int(i), clone(op.Elem))
 	return nil
 }
 
@@ -410,17 +404,17 @@ func (op *LRem) Reply(w Writer) { w.Int(op.removed) }
 // LTrim is LTRIM key start stop.
 type LTrim struct {
 	backends.Passed
-	start, stop int64
+	Start, Stop int64
 }
 
 // ParseLTrim reads LTRIM key start stop.
 func ParseLTrim(args [][]byte) (Command, error) {
 	op := &LTrim{}
 	var err error
-	if op.start, err = longArg(args[2]); err != nil {
+	if op.Start, err = longArg(args[2]); err != nil {
 		return nil, err
 	}
-	if op.stop, err = longArg(args[3]); err != nil {
+	if op.Stop, err = longArg(args[3]); err != nil {
 		return nil, err
 	}
 	op.Args, op.KeyAt = args, at1
@@ -435,7 +429,7 @@ func (op *LTrim) Run(v backends.View) error {
 	if l == nil || err != nil {
 		return err
 	}
-	from, to, ok := span(op.start, op.stop, l.Len())
+	from, to, ok := span(op.Start, op.Stop, l.Len())
 	l.Trim(from, to, ok)
 	return nil
 }

@@ -24,7 +24,6 @@ var (
 	errTimeout     = backends.Refusal("ERR timeout is not a float or out of range")
 	errTimeoutNeg  = backends.Refusal("ERR timeout is negative")
 	errCursor      = backends.Refusal("ERR invalid cursor")
-	errNaNScore    = backends.Refusal("ERR resulting score is not a number (NaN)")
 	errWeight      = backends.Refusal("ERR weight value is not a float")
 )
 

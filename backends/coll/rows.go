@@ -53,8 +53,3 @@ func HashOfRow(row []byte) (*Hash, error) {
 	}
 	return h, nil
 }
-
-// Pairs are HSET's fields and values, alternating, as the request gave
-// them (borrowed: copy what is kept): for a store that writes them its own
-// way (a table route's columns).
-func (op *HSet) Pairs() [][]byte { return op.pairs }

@@ -7,7 +7,9 @@ import (
 )
 
 // Set commands on one set, and SMOVE. Each is an Op: Parse… reads the
-// request, Run does it on the set, Reply answers as Redis 7.0 does. The
+// request, Run does it on the set, Reply answers as Redis 7.0 does (the
+// arguments and results a store needs to do SADD, SREM, SISMEMBER,
+// SMISMEMBER and SCARD itself are exported fields). The
 // commands of several sets (SINTER, SUNIONSTORE…) are in set_algebra.go,
 // the random ones (SPOP, SRANDMEMBER) in set_rand.go.
 
@@ -31,13 +33,13 @@ func writeMembers(w Writer, ms []string) {
 // SAdd is SADD key member [member ...].
 type SAdd struct {
 	backends.Passed
-	members [][]byte
-	added   int64
+	Members [][]byte
+	Added   int64 // result
 }
 
 // ParseSAdd reads SADD.
 func ParseSAdd(args [][]byte) (Command, error) {
-	op := &SAdd{members: args[2:]}
+	op := &SAdd{Members: args[2:]}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -46,7 +48,7 @@ func (*SAdd) Name() string            { return "sadd" }
 func (*SAdd) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *SAdd) Run(v backends.View) error {
-	op.added = 0
+	op.Added = 0
 	s, err := setOf(v, 0)
 	if err != nil {
 		return err
@@ -55,26 +57,26 @@ func (op *SAdd) Run(v backends.View) error {
 		s = NewSet()
 		v.Put(0, s)
 	}
-	for _, m := range op.members {
+	for _, m := range op.Members {
 		if !s.Has(stringOf(m)) && s.Add(string(m)) {
-			op.added++
+			op.Added++
 		}
 	}
 	return nil
 }
 
-func (op *SAdd) Reply(w Writer) { w.Int(op.added) }
+func (op *SAdd) Reply(w Writer) { w.Int(op.Added) }
 
 // SRem is SREM key member [member ...].
 type SRem struct {
 	backends.Passed
-	members [][]byte
-	removed int64
+	Members [][]byte
+	Removed int64 // result
 }
 
 // ParseSRem reads SREM.
 func ParseSRem(args [][]byte) (Command, error) {
-	op := &SRem{members: args[2:]}
+	op := &SRem{Members: args[2:]}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -83,20 +85,20 @@ func (*SRem) Name() string            { return "srem" }
 func (*SRem) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *SRem) Run(v backends.View) error {
-	op.removed = 0
+	op.Removed = 0
 	s, err := setOf(v, 0)
 	if s == nil || err != nil {
 		return err
 	}
-	for _, m := range op.members {
+	for _, m := range op.Members {
 		if s.Rem(stringOf(m)) {
-			op.removed++
+			op.Removed++
 		}
 	}
 	return nil
 }
 
-func (op *SRem) Reply(w Writer) { w.Int(op.removed) }
+func (op *SRem) Reply(w Writer) { w.Int(op.Removed) }
 
 // SMembers is SMEMBERS key.
 type SMembers struct {
@@ -131,14 +133,14 @@ func (op *SMembers) Reply(w Writer) { writeMembers(w, op.out) }
 // ...], which answers an array.
 type SIsMember struct {
 	backends.Passed
-	members [][]byte
+	Members [][]byte
 	multi   bool
-	found   []bool
+	Found   []bool // result: whether each member is in the set
 }
 
 // ParseSIsMember reads SISMEMBER and SMISMEMBER.
 func ParseSIsMember(args [][]byte) (Command, error) {
-	op := &SIsMember{members: args[2:], multi: is(args[0], "smismember")}
+	op := &SIsMember{Members: args[2:], multi: is(args[0], "smismember")}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -152,24 +154,24 @@ func (op *SIsMember) Name() string {
 func (*SIsMember) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *SIsMember) Run(v backends.View) error {
-	op.found = op.found[:0]
+	op.Found = op.Found[:0]
 	s, err := setOf(v, 0)
 	if err != nil {
 		return err
 	}
-	for _, m := range op.members {
-		op.found = append(op.found, s != nil && s.Has(stringOf(m)))
+	for _, m := range op.Members {
+		op.Found = append(op.Found, s != nil && s.Has(stringOf(m)))
 	}
 	return nil
 }
 
 func (op *SIsMember) Reply(w Writer) {
 	if !op.multi {
-		w.Int(b2i(len(op.found) > 0 && op.found[0]))
+		w.Int(b2i(len(op.Found) > 0 && op.Found[0]))
 		return
 	}
-	w.Array(len(op.found))
-	for _, f := range op.found {
+	w.Array(len(op.Found))
+	for _, f := range op.Found {
 		w.Int(b2i(f))
 	}
 }
@@ -177,7 +179,7 @@ func (op *SIsMember) Reply(w Writer) {
 // SCard is SCARD key.
 type SCard struct {
 	backends.Passed
-	n int64
+	Card int64 // result
 }
 
 // ParseSCard reads SCARD.
@@ -191,16 +193,16 @@ func (*SCard) Name() string            { return "scard" }
 func (*SCard) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *SCard) Run(v backends.View) error {
-	op.n = 0
+	op.Card = 0
 	s, err := setOf(v, 0)
 	if s == nil || err != nil {
 		return err
 	}
-	op.n = int64(s.Len())
+	op.Card = int64(s.Len())
 	return nil
 }
 
-func (op *SCard) Reply(w Writer) { w.Int(op.n) }
+func (op *SCard) Reply(w Writer) { w.Int(op.Card) }
 
 // SMove is SMOVE source destination member: keys[0] is the source,
 // keys[1] the destination.

@@ -152,7 +152,7 @@ func BenchmarkZPopMinAdd(b *testing.B) {
 		s.Load(0, z, false)
 		op.Run(s)
 		op.Reply(discardWriter{})
-		e := op.(*ZPop).popped[0]
+		e := op.(*ZPop).Popped[0]
 		add[2], add[3] = []byte(strconv.Itoa(benchSize+i)), []byte(e.Member)
 		op, _ = ParseZAdd(add)
 		op.Run(s)

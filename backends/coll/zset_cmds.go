@@ -152,7 +152,7 @@ func (op *ZAdd) Run(v backends.View) error {
 			cur := x.score
 			if op.Incr {
 				if s += cur; math.IsNaN(s) {
-					return errNaNScore
+					return ErrNaNScore
 				}
 			}
 			if (op.LT && s >= cur) || (op.GT && s <= cur) {
@@ -285,14 +285,14 @@ func (op *ZScore) Reply(w Writer) {
 // ZMScore is ZMSCORE key member [member ...].
 type ZMScore struct {
 	backends.Passed
-	members [][]byte
-	scores  []float64
-	found   []bool
+	Members [][]byte
+	Scores  []float64 // result: each member's score
+	Found   []bool    // result: whether each member is in the set
 }
 
 // ParseZMScore reads ZMSCORE.
 func ParseZMScore(args [][]byte) (Command, error) {
-	op := &ZMScore{members: args[2:]}
+	op := &ZMScore{Members: args[2:]}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -301,26 +301,26 @@ func (*ZMScore) Name() string            { return "zmscore" }
 func (*ZMScore) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *ZMScore) Run(v backends.View) error {
-	op.scores, op.found = op.scores[:0], op.found[:0]
+	op.Scores, op.Found = op.Scores[:0], op.Found[:0]
 	z, err := zsetOf(v, 0)
 	if err != nil {
 		return err
 	}
-	for _, m := range op.members {
+	for _, m := range op.Members {
 		var s float64
 		var ok bool
 		if z != nil {
 			s, ok = z.Score(stringOf(m))
 		}
-		op.scores, op.found = append(op.scores, s), append(op.found, ok)
+		op.Scores, op.Found = append(op.Scores, s), append(op.Found, ok)
 	}
 	return nil
 }
 
 func (op *ZMScore) Reply(w Writer) {
-	w.Array(len(op.scores))
-	for i, s := range op.scores {
-		if op.found[i] {
+	w.Array(len(op.Scores))
+	for i, s := range op.Scores {
+		if op.Found[i] {
 			w.Double(s)
 		} else {
 			w.Null()
@@ -331,21 +331,21 @@ func (op *ZMScore) Reply(w Writer) {
 // ZRank is ZRANK key member and ZREVRANK key member.
 type ZRank struct {
 	backends.Passed
-	member []byte
-	rev    bool
-	rank   int64
-	found  bool
+	Member []byte
+	Rev    bool
+	Rank   int64 // result: the member's rank, from the top when Rev
+	Found  bool  // result
 }
 
 // ParseZRank reads ZRANK and ZREVRANK.
 func ParseZRank(args [][]byte) (Command, error) {
-	op := &ZRank{member: args[2], rev: is(args[0], "zrevrank")}
+	op := &ZRank{Member: args[2], Rev: is(args[0], "zrevrank")}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
 
 func (op *ZRank) Name() string {
-	if op.rev {
+	if op.Rev {
 		return "zrevrank"
 	}
 	return "zrank"
@@ -353,25 +353,25 @@ func (op *ZRank) Name() string {
 func (*ZRank) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *ZRank) Run(v backends.View) error {
-	op.rank, op.found = 0, false
+	op.Rank, op.Found = 0, false
 	z, err := zsetOf(v, 0)
 	if z == nil || err != nil {
 		return err
 	}
-	r, ok := z.Rank(stringOf(op.member))
-	if ok && op.rev {
+	r, ok := z.Rank(stringOf(op.Member))
+	if ok && op.Rev {
 		r = z.Len() - 1 - r
 	}
-	op.rank, op.found = int64(r), ok
+	op.Rank, op.Found = int64(r), ok
 	return nil
 }
 
 func (op *ZRank) Reply(w Writer) {
-	if !op.found {
+	if !op.Found {
 		w.Null()
 		return
 	}
-	w.Int(op.rank)
+	w.Int(op.Rank)
 }
 
 // ZCount is ZCOUNT key min max: how many members have a score in Range.

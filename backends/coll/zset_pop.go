@@ -38,10 +38,10 @@ func (z *ZSet) popN(es []ZEntry, n int, top bool) []ZEntry {
 // ZPop is ZPOPMIN key [count] and ZPOPMAX key [count].
 type ZPop struct {
 	backends.Passed
-	max    bool
-	count  int64 // -1: none given
-	found  bool
-	popped []ZEntry
+	Max    bool     // ZPOPMAX
+	Count  int64    // -1: none given
+	Found  bool     // result: the key held a sorted set
+	Popped []ZEntry // result: in the order popped
 }
 
 // ParseZPop reads ZPOPMIN and ZPOPMAX.
@@ -49,20 +49,20 @@ func ParseZPop(args [][]byte) (Command, error) {
 	if len(args) > 3 {
 		return nil, errSyntax
 	}
-	op := &ZPop{max: is(args[0], "zpopmax"), count: -1}
+	op := &ZPop{Max: is(args[0], "zpopmax"), Count: -1}
 	op.Args, op.KeyAt = args, at1
 	if len(args) == 3 {
 		n, ok := backends.ParseInt(args[2])
 		if !ok || n < 0 {
 			return nil, errNotPositive
 		}
-		op.count = n
+		op.Count = n
 	}
 	return op, nil
 }
 
 func (op *ZPop) Name() string {
-	if op.max {
+	if op.Max {
 		return "zpopmax"
 	}
 	return "zpopmin"
@@ -70,32 +70,32 @@ func (op *ZPop) Name() string {
 func (*ZPop) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *ZPop) Run(v backends.View) error {
-	op.found, op.popped = false, op.popped[:0]
+	op.Found, op.Popped = false, op.Popped[:0]
 	z, err := zsetOf(v, 0)
 	if z == nil || err != nil {
 		return err
 	}
-	op.found = true
-	if op.count == 0 {
+	op.Found = true
+	if op.Count == 0 {
 		return nil
 	}
-	op.popped = z.popN(op.popped, int(min(max(op.count, 1), int64(z.Len()))), op.max)
+	op.Popped = z.popN(op.Popped, int(min(max(op.Count, 1), int64(z.Len()))), op.Max)
 	return nil
 }
 
 func (op *ZPop) Reply(w Writer) {
-	if !op.found || op.count == 0 {
+	if !op.Found || op.Count == 0 {
 		w.Array(0)
 		return
 	}
 	// RESP3 nests the pairs only when a count was given.
-	nested := op.count != -1 && w.RESP3()
+	nested := op.Count != -1 && w.RESP3()
 	if nested {
-		w.Array(len(op.popped))
+		w.Array(len(op.Popped))
 	} else {
-		w.Array(2 * len(op.popped))
+		w.Array(2 * len(op.Popped))
 	}
-	for _, e := range op.popped {
+	for _, e := range op.Popped {
 		if nested {
 			w.Array(2)
 		}

@@ -52,12 +52,6 @@ func (s *KV) LoadColl(ctx context.Context, key string, max int) (backends.Expiri
 	return e, nil
 }
 
-// native runs the Ops that have statements of their own; done is false
-// for the others.
-func (s *KV) native(context.Context, []string, backends.Op) (done bool, err error) {
-	return false, nil
-}
-
 // readRun runs a read-only op on its keys as one statement reads them.
 // The statement reads each key once (unique); the Op runs on keys as they
 // came, which its View indexes (SDIFF b a is not SDIFF a b).

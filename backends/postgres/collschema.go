@@ -24,7 +24,10 @@ import (
 // with (key, member) the primary key and a partial index on (key, score,
 // member) for sorted sets: ZRANGEBYSCORE of a million-member set reads
 // only its range. A collection's row exists exactly while it has members:
-// the command that removes the last one deletes the row.
+// the command that removes the last one deletes the row. A list's
+// positions are contiguous (a change is at an end, or rewrites the list
+// from 0), so its length and its i-th element are read from its ends
+// (nativelist.go).
 //
 // Items never outlive their collection: a trigger on the kv table deletes
 // a collection's items when its row is deleted (DEL, the sweeper, an

@@ -9,10 +9,30 @@ type collSQL struct {
 	createRow, updateRow, delRow  string
 	putItems, putFields, delItems string
 	delAll, copyIn                string
+
+	// The commands' own statements (collnative.go).
+	lockRows, dropEmpty string
+	hash                hashSQL
+	set                 setsSQL
+	zset                zsetSQL
+	list                listSQL
 }
 
 func collStatements(t, items string, k keyType) collSQL {
 	r := strings.NewReplacer("{t}", t, "{i}", items, "{k}", k.sqlType)
+	// The commands' statements have macros too, expanded first: {h} and
+	// {kind} (which name the table) and {flip}.
+	macros := strings.NewReplacer("{h}", liveKind, "{kind}", rowKind, "{flip}", "(-9223372036854775808)::int8")
+	fill := func(sql string) string { return r.Replace(macros.Replace(hasItems(sql))) }
+	z, l := zsetStatements(), listStatements()
+	for _, arr := range []*[2]string{&z.byScore, &z.byLex, &z.byLexTo, &z.byRank, &z.byRankN, &z.remRank, &z.pop, &l.pop, &l.bpop} {
+		arr[0], arr[1] = fill(arr[0]), fill(arr[1])
+	}
+	for _, one := range []*string{&z.add, &z.addXX, &z.cas, &z.rem, &z.score, &z.scores, &z.count, &z.countScore, &z.rank, &z.revRank,
+		&z.remScore, &z.remLex, &z.remLexTo, &z.remRankN,
+		&l.push, &l.count, &l.index, &l.rng, &l.set, &l.trim, &l.move} {
+		*one = fill(*one)
+	}
 	return collSQL{
 		load:       r.Replace(loadSQL),
 		loadLocked: r.Replace(loadSQL + ` FOR UPDATE OF h`),
@@ -25,6 +45,15 @@ func collStatements(t, items string, k keyType) collSQL {
 		delItems:   r.Replace(delItemsSQL),
 		delAll:     r.Replace(delAllItemsSQL),
 		copyIn:     r.Replace(copyItemsSQL),
+
+		lockRows:  fill(lockRowsSQL),
+		dropEmpty: fill(dropEmptySQL),
+		hash: hashSQL{get: fill(hashGetSQL), getLen: fill(hashGetLenSQL), getMany: fill(hashGetManySQL),
+			count: fill(hashCountSQL), set: fill(hashSetSQL), setNX: fill(hashSetNXSQL),
+			del: fill(hashDelSQL), incr: fill(hashIncrSQL), cas: fill(hashCASSQL)},
+		set:  setsSQL{add: fill(setAddSQL), rem: fill(setRemSQL), has: fill(setHasSQL), hasMany: fill(setHasManySQL), count: fill(setCountSQL)},
+		zset: z,
+		list: l,
 	}
 }
 

@@ -22,7 +22,7 @@ func (s *Table) Do(ctx context.Context, keys []string, op backends.Op) error {
 		if !s.writable {
 			return backends.Refusal("ERR route " + s.route + " serves rows: HSET changes a row's columns only where the route says writable: true")
 		}
-		return s.hset(ctx, keys[0], op.Pairs())
+		return s.hset(ctx, keys[0], op.Pairs)
 	}
 	if op.Writes() != backends.ReadOnly || len(keys) != 1 {
 		return backends.Refusal("ERR route " + s.route + " serves rows: " + op.Name() + " is not one of the hash reads it answers")

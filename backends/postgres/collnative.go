@@ -1,0 +1,346 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
+)
+
+// The commands on collections that have statements of their own: one
+// round trip each, reading or writing only the members the command names
+// (or the range it asks for), never the whole collection. Each answers
+// what the Op's Run would: it fills the Op's result fields, and Reply
+// writes them.
+//
+// A read is one statement, so one snapshot: the kind of the key's live row
+// (none: an empty collection; another kind: WRONGTYPE) and the members it
+// asks for, which count only when the row is of the command's kind (an
+// expired row's items may still be there until the sweeper deletes it).
+// A read of one row is scalar subqueries, which cost little to plan for
+// each run's parameters, as PostgreSQL does (by its estimates such a plan
+// costs less than the generic one); a read of rows runs its generic plan
+// (readRows), in no particular order: Go puts a range's in its order.
+//
+// A write is a batch, which PostgreSQL runs as one implicit transaction,
+// sent in one round trip:
+//
+//  1. lockRowsSQL locks the rows of the keys, in key order, and gives a key
+//     without a live row one of the command's kind (taking over an expired
+//     row: the purge trigger then deletes its old items). A live row of the
+//     kind is rewritten as it is, so that the fence triggers of an L1 tier
+//     (package coherence) see the write, as they see the generic path's
+//     updateRowSQL; one of another kind is locked and left as it is (a
+//     WRONGTYPE changes nothing). It also makes the
+//     statements after it run their generic plans (an index plan on the
+//     key's entries whatever the parameters), not a plan made for each
+//     run's parameters, which for these statements costs several times
+//     what running them does (genericPlansSQL).
+//  2. The command's statement. Its snapshot is taken after the lock, so it
+//     sees every change committed before: every writer of a collection's
+//     items holds its row's lock until it commits (this path, the atomic
+//     runs, DEL, SET and the sweeper through the row itself). Its first
+//     column says WRONGTYPE, in which case it changed nothing.
+//  3. For a command that removes members, or may add none, dropEmptySQL:
+//     a row of the kind left without items is deleted, as Redis deletes a
+//     key it empties; so is the row step 1 made for a key the command then
+//     did not fill (SREM or LPOP of a key that does not exist).
+//
+// Why not one statement: a statement's snapshot is taken before it waits
+// for a lock, so a statement that locked the row and read the members
+// would read them as they were before the writer it waited for committed;
+// and the purge trigger of a row taken over fires at the end of the
+// statement that took it over, which would delete what that statement
+// added as well.
+//
+// HINCRBYFLOAT and ZADD … INCR compute in Go (long double, and float
+// overflow to inf, which PostgreSQL refuses), in two round trips: a read
+// of the one member, Run on a collection of just that member, and a write
+// that applies only if the member is still as read (hashCASSQL,
+// zsetCASSQL), again otherwise.
+
+// native runs the Ops that have statements of their own; done is false
+// for the others, and for the rare shapes of a native command that the
+// generic path serves (errNotNative).
+func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bool, err error) {
+	switch op := op.(type) {
+	case *coll.HSet:
+		err = s.hashSet(ctx, keys[0], op)
+	case *coll.HSetNX:
+		err = s.hashSetNX(ctx, keys[0], op)
+	case *coll.HGet:
+		err = s.hashGet(ctx, keys[0], op)
+	case *coll.HMGet:
+		err = s.hashMGet(ctx, keys[0], op)
+	case *coll.HExists:
+		err = s.hashExists(ctx, keys[0], op)
+	case *coll.HStrLen:
+		err = s.hashStrLen(ctx, keys[0], op)
+	case *coll.HLen:
+		err = s.hashLen(ctx, keys[0], op)
+	case *coll.HDel:
+		err = s.hashDel(ctx, keys[0], op)
+	case *coll.HIncrBy:
+		err = s.hashIncrBy(ctx, keys[0], op)
+	case *coll.HIncrByFloat:
+		err = s.hashIncrByFloat(ctx, keys[0], op)
+	case *coll.SAdd:
+		err = s.setAdd(ctx, keys[0], op)
+	case *coll.SRem:
+		err = s.setRem(ctx, keys[0], op)
+	case *coll.SIsMember:
+		err = s.setIsMember(ctx, keys[0], op)
+	case *coll.SCard:
+		err = s.setCard(ctx, keys[0], op)
+	case *coll.ZAdd:
+		err = s.zsetAdd(ctx, keys[0], op)
+	case *coll.ZRem:
+		err = s.zsetRem(ctx, keys[0], op)
+	case *coll.ZScore:
+		err = s.zsetScore(ctx, keys[0], op)
+	case *coll.ZMScore:
+		err = s.zsetMScore(ctx, keys[0], op)
+	case *coll.ZCard:
+		err = s.zsetCard(ctx, keys[0], op)
+	case *coll.ZCount:
+		err = s.zsetCount(ctx, keys[0], op)
+	case *coll.ZRank:
+		err = s.zsetRank(ctx, keys[0], op)
+	case *coll.ZRange:
+		err = s.zsetRange(ctx, keys, op)
+	case *coll.ZRemRange:
+		err = s.zsetRemRange(ctx, keys[0], op)
+	case *coll.ZPop:
+		err = s.zsetPop(ctx, keys[0], op)
+	case *coll.Push:
+		err = s.listPush(ctx, keys[0], op)
+	case *coll.Pop:
+		err = s.listPop(ctx, keys[0], op)
+	case *coll.LLen:
+		err = s.listLen(ctx, keys[0], op)
+	case *coll.LIndex:
+		err = s.listIndex(ctx, keys[0], op)
+	case *coll.LRange:
+		err = s.listRange(ctx, keys[0], op)
+	case *coll.LSet:
+		err = s.listSet(ctx, keys[0], op)
+	case *coll.LTrim:
+		err = s.listTrim(ctx, keys[0], op)
+	case *coll.LMove:
+		err = s.listMove(ctx, keys, op)
+	case *coll.BPop:
+		err = s.listBPop(ctx, keys, op)
+	default:
+		return false, nil
+	}
+	if errors.Is(err, errNotNative) {
+		return false, nil
+	}
+	return true, err
+}
+
+// keyParam is key as a statement parameter; a key the table's type cannot
+// hold fails as the op's error.
+func (s *KV) keyParam(ctx context.Context, op backends.Op, key string) (any, error) {
+	k, err := s.key.param(key)
+	if err != nil {
+		return nil, opError(ctx, s.where, op.Name(), err)
+	}
+	return k, nil
+}
+
+// keyParams is keyParam of each key, in order.
+func (s *KV) keyParams(ctx context.Context, op backends.Op, keys []string) ([]any, error) {
+	out := make([]any, len(keys))
+	for i, key := range keys {
+		k, err := s.keyParam(ctx, op, key)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = k
+	}
+	return out, nil
+}
+
+// lockOrder is the array parameter of lockRowsSQL for keys: sorted as the
+// primary key orders them, without duplicates, so that writers of several
+// keys lock them in one global order and never deadlock.
+func (s *KV) lockOrder(keys []any) any {
+	sorted := slices.Clone(keys)
+	slices.SortFunc(sorted, s.key.compare)
+	sorted = slices.CompactFunc(sorted, func(a, b any) bool { return s.key.compare(a, b) == 0 })
+	return s.key.array(sorted)
+}
+
+// nativeWrite is one write (see the top of this file): the keys' rows
+// locked (made of kind where there are none), the statement sql, and, when
+// drop, dropEmptySQL. scan reads the statement's result; it is called
+// again when the batch is.
+type nativeWrite struct {
+	keys []any // as keyParams
+	kind byte
+	drop bool
+	sql  string
+	args []any
+	scan func(br pgx.BatchResults) error
+}
+
+func (s *KV) write(ctx context.Context, op backends.Op, w nativeWrite) error {
+	locked := s.lockOrder(w.keys)
+	return s.do(ctx, op.Name(), func(ctx context.Context) error {
+		b := &pgx.Batch{}
+		b.Queue(s.coll.lockRows, locked, w.kind)
+		b.Queue(w.sql, w.args...)
+		if w.drop {
+			b.Queue(s.coll.dropEmpty, locked, w.kind)
+		}
+		br := s.pool.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if err := w.scan(br); err != nil {
+			return err
+		}
+		if w.drop {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return br.Close()
+	})
+}
+
+// readRow runs a read that answers one row into dest.
+func (s *KV) readRow(ctx context.Context, op backends.Op, sql string, args []any, dest ...any) error {
+	return s.do(ctx, op.Name(), func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, sql, args...).Scan(dest...)
+	})
+}
+
+// readRows runs a read that answers rows (a range, or the members an
+// array names), with its generic plan: a batch of genericPlansSQL and the
+// statement, in one round trip. The plan PostgreSQL would make for the
+// parameters (a range's bounds, an array's members) costs more to make
+// than to run. scan is called for each row, after reset (the batch may run
+// again).
+func (s *KV) readRows(ctx context.Context, op backends.Op, sql string, args []any, reset func(), dest []any, scan func() error) error {
+	return s.do(ctx, op.Name(), func(ctx context.Context) error {
+		reset()
+		b := &pgx.Batch{}
+		b.Queue(genericPlansSQL)
+		b.Queue(sql, args...)
+		br := s.pool.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if _, err := pgx.ForEachRow(rows, dest, scan); err != nil {
+			return err
+		}
+		return br.Close()
+	})
+}
+
+// counted is a read of a count: the key's kind, and n (0 unless the key
+// holds want).
+func (s *KV) counted(ctx context.Context, op backends.Op, want byte, sql string, args []any, n *int64) error {
+	var kind *string
+	if err := s.readRow(ctx, op, sql, args, &kind, n); err != nil {
+		return err
+	}
+	ok, err := holds(kind, want)
+	if !ok {
+		*n = 0
+	}
+	return err
+}
+
+// holds reports whether a read's row kind (nil: no live row) is want:
+// false for none, WRONGTYPE for another.
+func holds(kind *string, want byte) (bool, error) {
+	switch {
+	case kind == nil:
+		return false, nil
+	case len(*kind) != 1 || (*kind)[0] != want:
+		return false, backends.ErrWrongType
+	}
+	return true, nil
+}
+
+// wrongType is a command's outcome once its statement ran: the statement's
+// error, or WRONGTYPE when its first column said so.
+func wrongType(err error, wrong bool) error {
+	if err == nil && wrong {
+		return backends.ErrWrongType
+	}
+	return err
+}
+
+// genericPlans makes the statements after it in the transaction run their
+// generic plans. (A function call, not SET LOCAL: a utility statement
+// costs several times what this does.)
+const genericPlans = `set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// genericPlansSQL is genericPlans as a statement: the first of a read's
+// batch.
+const genericPlansSQL = `SELECT ` + genericPlans
+
+// $1 keys (sorted, distinct), $2 kind. Step 1 of a write: each key's row
+// locked; a key without one, or with an expired one, gets a live row of
+// the kind, with no expiry (an expired row taken over loses its items to
+// the purge trigger, at the end of this statement). A live row of the kind
+// keeps its deadline (TTL is the row's, and a write keeps it), and one of
+// another kind is only locked. And genericPlans, once a key (set_config
+// returns the value set), which spares the write a statement of its own.
+const lockRowsSQL = `
+INSERT INTO {t} AS t (key, value, expires_at, kind)
+SELECT k, '', 'infinity', $2::"char" FROM unnest($1::{k}[]) AS u(k)
+WHERE ` + genericPlans + ` <> ''
+ON CONFLICT (key) DO UPDATE
+SET value = '', kind = EXCLUDED.kind,
+    expires_at = CASE WHEN t.expires_at <= now() THEN 'infinity' ELSE t.expires_at END
+WHERE t.expires_at <= now() OR t.kind = EXCLUDED.kind`
+
+// $1 keys, $2 kind. Step 3 of a write: the rows of the kind that have no
+// items left are deleted (the purge trigger finds nothing to delete).
+const dropEmptySQL = `
+DELETE FROM {t} AS t
+WHERE t.key = ANY($1::{k}[]) AND t.kind = $2::"char"
+  AND {none:t.key}`
+
+// hasItems expands {some:K} and {none:K} in sql: whether key K (an
+// expression) has items, or has none. Not an EXISTS: its plan may read the
+// table from its start until it finds one of the key's rows when the
+// statistics say most rows are the key's (a table of one large
+// collection); ORDER BY member LIMIT 1 reads the primary key's first
+// entry of the key.
+func hasItems(sql string) string {
+	return itemsMacro.ReplaceAllStringFunc(sql, func(m string) string {
+		sub := itemsMacro.FindStringSubmatch(m)
+		test := "IS NOT NULL"
+		if sub[1] == "none" {
+			test = "IS NULL"
+		}
+		return "(SELECT true FROM {i} WHERE key = " + sub[2] + "::{k} ORDER BY member LIMIT 1) " + test
+	})
+}
+
+var itemsMacro = regexp.MustCompile(`\{(some|none):([^{}]+)\}`)
+
+// liveKind is the CTE h a write's statement starts with: the kind of the
+// live row of $1, none when there is none.
+const liveKind = `h AS (SELECT kind FROM {t} WHERE key = $1::{k} AND expires_at > now())`
+
+// rowKind is a read's first column: the kind of $1's live row, as text
+// (NULL: none).
+const rowKind = `(SELECT kind::text FROM {t} WHERE key = $1::{k} AND expires_at > now())`
