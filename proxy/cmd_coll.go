@@ -6,7 +6,6 @@ import (
 
 	"github.com/tidwall/redcon"
 
-	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/route"
 )
@@ -108,73 +107,39 @@ func (c *conn) routeKeys(args [][]byte, keyAt []int) (r *route.Route, ok bool) {
 	return r, r != nil
 }
 
-// writeOp answers a collection command: the reply the store passed on, or
-// the Op's own.
-func (c *conn) writeOp(op coll.Command) {
-	if req := op.Request(); req.Reply.Kind != backends.ReplyNone {
-		c.writeReply(req.Reply, req.NullArray)
-		return
-	}
-	op.Reply((*collWriter)(c))
-}
-
-// writeReply writes a reply a store passed on, in the client's protocol
-// (the store asked its server in that protocol: see backends.Passed).
-func (c *conn) writeReply(r backends.Reply, nullArray bool) {
-	switch r.Kind {
-	case backends.ReplyStatus:
-		c.writeSimple(string(r.Str))
-	case backends.ReplyError:
-		c.writeError(string(r.Str))
-	case backends.ReplyInt:
-		c.writeInt(r.Int)
-	case backends.ReplyBulk:
-		c.writeBulk(r.Str)
-	case backends.ReplyNull:
-		if nullArray {
-			c.writeNullArray()
-		} else {
-			c.writeNull()
-		}
-	case backends.ReplyDouble:
-		(*collWriter)(c).Double(r.Float)
-	case backends.ReplyBool:
-		if c.proto == 3 {
-			if r.Int != 0 {
-				c.out = append(c.out, "#t\r\n"...)
-			} else {
-				c.out = append(c.out, "#f\r\n"...)
-			}
-			return
-		}
-		c.writeInt(r.Int)
-	case backends.ReplyArray, backends.ReplySet, backends.ReplyMap:
-		switch r.Kind {
-		case backends.ReplyArray:
-			c.writeArray(len(r.Elems))
-		case backends.ReplySet:
-			c.writeSet(len(r.Elems))
-		default:
-			c.writeMap(len(r.Elems) / 2)
-		}
-		for _, e := range r.Elems {
-			c.writeReply(e, false)
-		}
-	}
-}
+// writeOp answers a collection command.
+func (c *conn) writeOp(op coll.Command) { coll.Answer((*collWriter)(c), op) }
 
 // collWriter is a connection as the Writer a coll.Command replies to.
 type collWriter conn
 
-func (w *collWriter) RESP3() bool     { return (*conn)(w).proto == 3 }
-func (w *collWriter) Int(n int64)     { (*conn)(w).writeInt(n) }
-func (w *collWriter) Bulk(b []byte)   { (*conn)(w).writeBulk(b) }
-func (w *collWriter) Status(s string) { (*conn)(w).writeSimple(s) }
-func (w *collWriter) Null()           { (*conn)(w).writeNull() }
-func (w *collWriter) NullArray()      { (*conn)(w).writeNullArray() }
-func (w *collWriter) Array(n int)     { (*conn)(w).writeArray(n) }
-func (w *collWriter) Map(n int)       { (*conn)(w).writeMap(n) }
-func (w *collWriter) Set(n int)       { (*conn)(w).writeSet(n) }
+func (w *collWriter) RESP3() bool      { return (*conn)(w).proto == 3 }
+func (w *collWriter) Int(n int64)      { (*conn)(w).writeInt(n) }
+func (w *collWriter) Bulk(b []byte)    { (*conn)(w).writeBulk(b) }
+func (w *collWriter) Status(s string)  { (*conn)(w).writeSimple(s) }
+func (w *collWriter) Null()            { (*conn)(w).writeNull() }
+func (w *collWriter) NullArray()       { (*conn)(w).writeNullArray() }
+func (w *collWriter) Array(n int)      { (*conn)(w).writeArray(n) }
+func (w *collWriter) Map(n int)        { (*conn)(w).writeMap(n) }
+func (w *collWriter) Set(n int)        { (*conn)(w).writeSet(n) }
+func (w *collWriter) Error(msg string) { (*conn)(w).writeError(msg) }
+
+// Bool is RESP3's boolean, RESP2's 1 or 0.
+func (w *collWriter) Bool(b bool) {
+	c := (*conn)(w)
+	switch {
+	case c.proto != 3:
+		if b {
+			c.writeInt(1)
+		} else {
+			c.writeInt(0)
+		}
+	case b:
+		c.out = append(c.out, "#t\r\n"...)
+	default:
+		c.out = append(c.out, "#f\r\n"...)
+	}
+}
 
 // Double writes a score as Redis 7.0 does: RESP3's double, or RESP2's
 // bulk, both of %.17g (inf, -inf).

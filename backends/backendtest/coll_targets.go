@@ -54,14 +54,10 @@ func render(proto int, op coll.Command, err error) []byte {
 		return errorReply(err)
 	}
 	w := &respWriter{proto: proto}
-	req := op.Request()
-	switch bl, blocking := op.(coll.Blocker); {
-	case req.Reply.Kind != backends.ReplyNone:
-		w.reply(req.Reply, req.NullArray)
-	case blocking && !bl.Ready():
+	if bl, blocking := op.(coll.Blocker); blocking && !bl.Ready() && op.Request().Reply.Kind == backends.ReplyNone {
 		bl.TimedOut(w)
-	default:
-		op.Reply(w)
+	} else {
+		coll.Answer(w, op)
 	}
 	return w.buf.Bytes()
 }

@@ -91,45 +91,6 @@ func (w *respWriter) Bool(b bool) {
 	}
 }
 
-// reply writes r, a reply a store passed on, as the RESP front does
-// (proxy's writeReply): nullArray says what a null is in RESP2.
-func (w *respWriter) reply(r backends.Reply, nullArray bool) {
-	switch r.Kind {
-	case backends.ReplyStatus:
-		w.Status(string(r.Str))
-	case backends.ReplyError:
-		w.Error(string(r.Str))
-	case backends.ReplyInt:
-		w.Int(r.Int)
-	case backends.ReplyBulk:
-		w.Bulk(r.Str)
-	case backends.ReplyNull:
-		if nullArray {
-			w.NullArray()
-		} else {
-			w.Null()
-		}
-	case backends.ReplyDouble:
-		w.Double(r.Float)
-	case backends.ReplyBool:
-		w.Bool(r.Int != 0)
-	case backends.ReplyArray, backends.ReplySet, backends.ReplyMap:
-		switch r.Kind {
-		case backends.ReplyArray:
-			w.Array(len(r.Elems))
-		case backends.ReplySet:
-			w.Set(len(r.Elems))
-		default:
-			w.Map(len(r.Elems) / 2)
-		}
-		for _, e := range r.Elems {
-			w.reply(e, false)
-		}
-	default:
-		w.Error(fmt.Sprintf("ERR test: a passed reply of kind %d", r.Kind))
-	}
-}
-
 // errorReply is err as the RESP front answers it: a Refusal and
 // ErrWrongType in Redis's words; any other error is the store's failure,
 // which no reference answers.

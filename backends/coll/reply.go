@@ -42,6 +42,62 @@ type Command interface {
 	Reply(w Writer)
 }
 
+// PassedWriter is a Writer that also writes what only a reply a store
+// passed on holds: an error, and RESP3's boolean.
+type PassedWriter interface {
+	Writer
+	Error(msg string)
+	// Bool is RESP3's #t or #f, RESP2's 1 or 0.
+	Bool(b bool)
+}
+
+// Answer writes op's answer: the reply its store passed on (in the
+// protocol the client speaks: the store asked in it), or, for a store that
+// ran it, the Op's own.
+func Answer(w PassedWriter, op Command) {
+	if req := op.Request(); req.Reply.Kind != backends.ReplyNone {
+		writePassed(w, req.Reply, req.NullArray)
+		return
+	}
+	op.Reply(w)
+}
+
+// writePassed writes r; nullArray says what its null is in RESP2.
+func writePassed(w PassedWriter, r backends.Reply, nullArray bool) {
+	switch r.Kind {
+	case backends.ReplyStatus:
+		w.Status(string(r.Str))
+	case backends.ReplyError:
+		w.Error(string(r.Str))
+	case backends.ReplyInt:
+		w.Int(r.Int)
+	case backends.ReplyBulk:
+		w.Bulk(r.Str)
+	case backends.ReplyNull:
+		if nullArray {
+			w.NullArray()
+		} else {
+			w.Null()
+		}
+	case backends.ReplyDouble:
+		w.Double(r.Float)
+	case backends.ReplyBool:
+		w.Bool(r.Int != 0)
+	case backends.ReplyArray, backends.ReplySet, backends.ReplyMap:
+		switch r.Kind {
+		case backends.ReplyArray:
+			w.Array(len(r.Elems))
+		case backends.ReplySet:
+			w.Set(len(r.Elems))
+		default:
+			w.Map(len(r.Elems) / 2)
+		}
+		for _, e := range r.Elems {
+			writePassed(w, e, false)
+		}
+	}
+}
+
 // Parser reads a request (the command's name first) into a Command, or
 // returns the error Redis would answer, before any key is looked at.
 type Parser func(args [][]byte) (Command, error)
