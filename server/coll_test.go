@@ -19,7 +19,7 @@ func pubsubConfig(dsn string) string {
 }
 
 // usersTable makes the table l1Config's users route serves.
-func usersTable(t *testing.T) {
+func usersTable(t testing.TB) {
 	testenv.Exec(t, pg.Pool(t), `CREATE TABLE IF NOT EXISTS srv_users (id bigint PRIMARY KEY, name text NOT NULL)`)
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/pgcache/pgcache/internal/testenv"
 )
 
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {

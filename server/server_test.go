@@ -19,12 +19,12 @@ import (
 
 // startPgcache runs pgcache in-process on free loopback ports with the
 // given YAML (the embedded default when empty) and stops it at the end.
-func startPgcache(t *testing.T, yaml string) *Server {
+func startPgcache(t testing.TB, yaml string) *Server {
 	t.Helper()
 	return pgcachetest.Start(t, New, pgcachetest.Config{YAML: yaml}).Server
 }
 
-func redisClient(t *testing.T, s *Server) *redis.Client {
+func redisClient(t testing.TB, s *Server) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: s.Addr("resp"), DisableIdentity: true})
 	t.Cleanup(func() { c.Close() })
