@@ -145,8 +145,25 @@ func (in *instrumented) Do(ctx context.Context, keys []string, op backends.Op) e
 	start := mono()
 	err := in.b.Do(ctx, keys, op)
 	o.observe(start, err)
+	if foundNothing(op) {
+		written = nil
+	}
 	in.wroteAll(ctx, written)
 	return err
+}
+
+// foundNothing reports a blocking command (BLPOP, BZPOPMIN…) that ran
+// here and found nothing to pop: it wrote nothing. Reported, its keys
+// would wake the clients blocked on them, itself among them, each of
+// which runs its command again and reports again: blocked clients would
+// spin. One that a store passed on (Valkey) is reported as any write.
+func foundNothing(op backends.Op) bool {
+	b, ok := op.(interface{ Ready() bool })
+	if !ok || b.Ready() {
+		return false
+	}
+	p, ok := op.(backends.Passable)
+	return !ok || p.Request().Reply.Kind == backends.ReplyNone
 }
 
 // wrote reports a write of key once a reader can see it: now, or at the
