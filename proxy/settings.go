@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/conf"
 )
 
@@ -149,6 +150,24 @@ var settings = []setting{
 	{names: []string{"tracking-table-max-keys"},
 		get: func(s *Server) string { return strconv.Itoa(s.tracking.MaxKeys()) },
 		set: intIn(0, maxInt64, func(s *Server, n int64) { s.tracking.SetMaxKeys(int(min(n, math.MaxInt32))) })},
+	// Redis's encoding thresholds, which OBJECT ENCODING reports
+	// collections by (coll.Limits): the process's, as a Redis server has
+	// one set. The list ones change nothing else here: a list is a
+	// quicklist whatever its nodes' sizes.
+	{names: []string{"hash-max-listpack-entries", "hash-max-ziplist-entries"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackEntries }), set: intIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackEntries }))},
+	{names: []string{"hash-max-listpack-value", "hash-max-ziplist-value"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackValue }), set: memIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackValue }))},
+	{names: []string{"set-max-intset-entries"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.SetMaxIntsetEntries }), set: intIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.SetMaxIntsetEntries }))},
+	{names: []string{"zset-max-listpack-entries", "zset-max-ziplist-entries"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackEntries }), set: intIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackEntries }))},
+	{names: []string{"zset-max-listpack-value", "zset-max-ziplist-value"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackValue }), set: memIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackValue }))},
+	{names: []string{"list-max-listpack-size", "list-max-ziplist-size"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.ListMaxListpackSize }), set: intIn(math.MinInt32, math.MaxInt32, setLimit(func(l *coll.Limits) *int64 { return &l.ListMaxListpackSize }))},
+	{names: []string{"list-compress-depth"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.ListCompressDepth }), set: intIn(0, math.MaxInt32, setLimit(func(l *coll.Limits) *int64 { return &l.ListCompressDepth }))},
 
 	// Redis's parameters for what pgcache has not, or has one way only.
 	{names: []string{"maxmemory-clients"}, get: always("0"), why: noFeature},
@@ -213,8 +232,15 @@ func SettingPaths() []string {
 	return paths
 }
 
-// name is the parameter's own name, which CONFIG SET's errors give.
-func (st *setting) name() string { return st.names[0] }
+// limit is the getter of one of the process's encoding thresholds.
+func limit(field func(*coll.Limits) *int64) func(*Server) string {
+	return func(*Server) string { return strconv.FormatInt(*field(coll.CurrentLimits()), 10) }
+}
+
+// setLimit sets one of the process's encoding thresholds.
+func setLimit(field func(*coll.Limits) *int64) func(*Server, int64) {
+	return func(_ *Server, n int64) { coll.UpdateLimits(func(l *coll.Limits) { *field(l) = n }) }
+}
 
 // always is the getter of a parameter whose value never changes.
 func always(v string) func(*Server) string { return func(*Server) string { return v } }

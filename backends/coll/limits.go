@@ -1,6 +1,11 @@
 package coll
 
-import "github.com/pgcache/pgcache/backends"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/pgcache/pgcache/backends"
+)
 
 // Limits are Redis's encoding thresholds (hash-max-listpack-entries and
 // the rest, CONFIG GET/SET): what OBJECT ENCODING reports for a value, and
@@ -30,12 +35,42 @@ var DefaultLimits = Limits{
 }
 
 // LimitsOf returns the limits of the server a View's store belongs to
-// (a View with a Limits method), or DefaultLimits.
+// (a View with a Limits method), or the process's (CurrentLimits).
 func LimitsOf(v backends.View) *Limits {
 	if l, ok := v.(interface{ Limits() *Limits }); ok {
 		if lim := l.Limits(); lim != nil {
 			return lim
 		}
 	}
+	return CurrentLimits()
+}
+
+// The process's limits, which CONFIG SET changes (hash-max-listpack-entries
+// and the rest): a Redis server has one set, and so does a pgcache
+// process, whatever its routes. Replaced whole, never changed in place, so
+// an Op reads one consistent set without a lock; limitsMu orders the
+// replacements.
+var (
+	current  atomic.Pointer[Limits]
+	limitsMu sync.Mutex
+)
+
+// CurrentLimits are the process's limits: DefaultLimits until
+// UpdateLimits changes them. The Limits returned are never modified.
+func CurrentLimits() *Limits {
+	if l := current.Load(); l != nil {
+		return l
+	}
 	return &DefaultLimits
+}
+
+// UpdateLimits applies change to a copy of the process's limits and makes
+// the copy current: a View made afterwards, with no limits of its own,
+// reports encodings by it.
+func UpdateLimits(change func(*Limits)) {
+	limitsMu.Lock()
+	defer limitsMu.Unlock()
+	l := *CurrentLimits()
+	change(&l)
+	current.Store(&l)
 }
