@@ -107,3 +107,28 @@ func TestBlockedKeyOfAnotherType(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyIsAWrite: RENAME and COPY report their destination written: a
+// list renamed into a blocked client's key feeds it (unit/type/list's
+// "BLPOP when new key is moved into place", which waited forever), and a
+// COPY onto a watched key aborts EXEC even when the value is the same.
+func TestCopyIsAWrite(t *testing.T) {
+	ts := startServer(t, Config{})
+	admin := dial(t, ts.addr)
+	cs := blockAll(t, ts.addr, admin, []string{"BLPOP", "foo", "0"})
+	admin.do("LPUSH", "bob", "abc", "def", "hij")
+	admin.do("RENAME", "bob", "foo")
+	if got, want := cs[0].reply(), encode("foo", "hij"); got != want {
+		t.Errorf("BLPOP after RENAME: %q, want %q", got, want)
+	}
+	a := dial(t, ts.addr)
+	admin.do("SET", "w", "same")
+	admin.do("SET", "src", "same")
+	a.do("WATCH", "w")
+	admin.do("COPY", "src", "w", "REPLACE")
+	a.do("MULTI")
+	a.do("PING")
+	if got := a.do("EXEC"); got != "*-1\r\n" {
+		t.Errorf("EXEC after a COPY onto a watched key: %q, want a null array", got)
+	}
+}

@@ -152,6 +152,29 @@ func (in *instrumented) Do(ctx context.Context, keys []string, op backends.Op) e
 	return err
 }
 
+// Copy is RENAME's and COPY's: the backend's Copier, or ErrUnsupported.
+// dst, and src when moved, are seen by WATCH and reported as any write
+// (tracking, blocked clients: a list renamed into place feeds a BLPOP).
+func (in *instrumented) Copy(ctx context.Context, src, dst string, opts backends.CopyOptions) (backends.CopyResult, error) {
+	cp, ok := backends.As[backends.Copier](in.b)
+	if !ok {
+		return 0, backends.ErrUnsupported
+	}
+	written := []string{dst, src}
+	if !opts.Move {
+		written = written[:1]
+	}
+	in.watch.touchAll(written)
+	o := in.of("copy")
+	start := mono()
+	res, err := cp.Copy(ctx, src, dst, opts)
+	o.observe(start, err)
+	if err == nil && res == backends.Copied {
+		in.wroteAll(ctx, written)
+	}
+	return res, err
+}
+
 // foundNothing reports a blocking command (BLPOP, BZPOPMIN…) that ran
 // here and found nothing to pop: it wrote nothing. Reported, its keys
 // would wake the clients blocked on them, itself among them, each of
@@ -196,4 +219,5 @@ func (in *instrumented) Close() error { return nil }
 var (
 	_ backends.Backend = (*instrumented)(nil)
 	_ backends.Atomic  = (*instrumented)(nil)
+	_ backends.Copier  = (*instrumented)(nil)
 )
