@@ -130,3 +130,39 @@ func TestCollectionsCoherent(t *testing.T) {
 	rb.Del(ctx, "pg:h")
 	eventually(t, "HGET after DEL through the other", func() bool { return hget(ra) == "" })
 }
+
+// A read-only MULTI, or one WATCHing a collection, over collections on a
+// PostgreSQL route: the strings' snapshot read cannot serve them (it reads
+// a collection's type alone, and the run then "wrote" it), so the route's
+// own atomic run does.
+func TestReadOnlyExecOfCollections(t *testing.T) {
+	usersTable(t)
+	s := startPgcache(t, l1Config(pg.DSN()))
+	ctx := context.Background()
+	c := redisClient(t, s)
+	c.RPush(ctx, "pg:rol", "a", "b")
+	c.Set(ctx, "pg:ros", "v", 0)
+	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.LRange(ctx, "pg:rol", 0, -1)
+		p.Get(ctx, "pg:ros")
+		return nil
+	})
+	if err != nil || fmt.Sprint(cmds[0].(*redis.StringSliceCmd).Val()) != "[a b]" {
+		t.Fatalf("MULTI LRANGE GET EXEC: %v %v", cmds, err)
+	}
+	// The fence of the RPUSH may come after WATCH and abort an EXEC (a
+	// null reply): that is WATCH's rule; an error is not.
+	eventually(t, "WATCH of a list, then a read-only EXEC", func() bool {
+		err = c.Watch(ctx, func(tx *redis.Tx) error {
+			_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Get(ctx, "pg:ros")
+				return nil
+			})
+			return err
+		}, "pg:rol")
+		if err != nil && err != redis.TxFailedErr {
+			t.Fatalf("WATCH of a list, then a read-only EXEC: %v", err)
+		}
+		return err == nil
+	})
+}

@@ -22,6 +22,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -195,10 +196,17 @@ func Empty(fn func(tx backends.Backend) error) error {
 	return err
 }
 
+// ErrCollection is ReadOnly's refusal of a key that holds a collection its
+// reader did not load whole (a reader of strings says only its type): the
+// run needs the store's own atomic run, which loads it.
+var ErrCollection = errors.New("snapshot: a key holds a collection the read did not load")
+
 // ReadOnly runs fn, which only reads, on keys as er reads them in one call:
 // a read-only transaction needs one moment of the store, not its locks (a
 // table's one statement; an L1 tier's hits checked against the fences,
 // its misses one statement). A write by fn is an error, and is not made.
+// A key that holds a collection the read did not load is ErrCollection,
+// before fn runs.
 func ReadOnly(ctx context.Context, er backends.ExpiryReader, keys []string, fn func(tx backends.Backend) error) error {
 	keys = Unique(keys)
 	start := time.Now() // before the read: a deadline in the copy is never later than the key's
@@ -207,6 +215,11 @@ func ReadOnly(ctx context.Context, er backends.ExpiryReader, keys []string, fn f
 		var err error
 		if state, err = er.MGetWithTTL(ctx, keys, nil); err != nil {
 			return err
+		}
+	}
+	for _, e := range state {
+		if e.Type != backends.TypeNone && e.Coll == nil {
+			return ErrCollection
 		}
 	}
 	writes, err := Run(keys, state, start, fn)

@@ -205,3 +205,43 @@ func BenchmarkRun(b *testing.B) {
 		}
 	}
 }
+
+// reader is an ExpiryReader of fixed entries, one per key asked.
+type reader map[string]backends.Expiring
+
+func (r reader) GetWithTTL(context.Context, string) ([]byte, time.Duration, bool, error) {
+	return nil, 0, false, errors.New("not used")
+}
+
+func (r reader) MGetWithTTL(_ context.Context, keys []string, dst []backends.Expiring) ([]backends.Expiring, error) {
+	for _, k := range keys {
+		dst = append(dst, r[k])
+	}
+	return dst, nil
+}
+
+// TestReadOnlyCollectionNotLoaded: a key its reader reports as a
+// collection without loading it is refused before fn runs (it was taken
+// for an empty string, and the run's diff then "wrote" it: EXEC of LRANGE
+// on a PostgreSQL route failed so); one loaded whole is read.
+func TestReadOnlyCollectionNotLoaded(t *testing.T) {
+	ctx := context.Background()
+	r := reader{
+		"s": {Val: []byte("v"), TTL: backends.TTLPersistent},
+		"l": {Type: backends.TypeList, TTL: backends.TTLPersistent},
+	}
+	ran := false
+	err := ReadOnly(ctx, r, []string{"s", "l"}, func(backends.Backend) error { ran = true; return nil })
+	if !errors.Is(err, ErrCollection) || ran {
+		t.Fatalf("ReadOnly over a collection not loaded: %v, fn ran %v; want ErrCollection before fn", err, ran)
+	}
+	if err := ReadOnly(ctx, r, []string{"s"}, func(tx backends.Backend) error {
+		v, ok, err := tx.Get(ctx, "s")
+		if err != nil || !ok || string(v) != "v" {
+			t.Errorf("Get s = %q %v %v", v, ok, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("ReadOnly of a string: %v", err)
+	}
+}
