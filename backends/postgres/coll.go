@@ -60,9 +60,9 @@ func (s *KV) native(context.Context, []string, backends.Op) (done bool, err erro
 
 // readRun runs a read-only op on its keys as one statement reads them.
 func (s *KV) readRun(ctx context.Context, keys []string, op backends.Op) error {
-	keys = snapshot.Unique(keys)
-	params := make([]any, len(keys))
-	for i, k := range keys {
+	uniq := snapshot.Unique(keys) // loaded once each; op indexes keys as it named them
+	params := make([]any, len(uniq))
+	for i, k := range uniq {
 		p, err := s.key.param(k)
 		if err != nil {
 			return opError(ctx, s.where, op.Name(), err)
@@ -74,13 +74,13 @@ func (s *KV) readRun(ctx context.Context, keys []string, op backends.Op) error {
 	start := time.Now()
 	err := s.do(ctx, op.Name(), func(ctx context.Context) error {
 		var err error
-		state, err = s.load(ctx, s.pool, s.coll.load, arr, keys)
+		state, err = s.load(ctx, s.pool, s.coll.load, arr, uniq)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	_, err = snapshot.Run(keys, state, start, func(tx backends.Backend) error {
+	_, err = snapshot.Run(uniq, state, start, func(tx backends.Backend) error {
 		return tx.Do(ctx, keys, op)
 	})
 	return err
