@@ -1,6 +1,7 @@
 package backends
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -63,7 +64,8 @@ var DefaultEncodings = EncodingLimits{
 // threshold: the server makes them, hands them to every driver it builds
 // (Env), and CONFIG SET replaces them.
 type Encodings struct {
-	p atomic.Pointer[EncodingLimits]
+	p  atomic.Pointer[EncodingLimits]
+	mu sync.Mutex // orders Updates
 }
 
 // Load returns the thresholds; a nil Encodings, or one never set, is
@@ -77,5 +79,12 @@ func (e *Encodings) Load() *EncodingLimits {
 	return &DefaultEncodings
 }
 
-// Store replaces the thresholds.
-func (e *Encodings) Store(l EncodingLimits) { e.p.Store(&l) }
+// Update applies change to a copy of the thresholds and makes the copy
+// theirs: a reader sees one whole set, never one being changed.
+func (e *Encodings) Update(change func(*EncodingLimits)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := *e.Load()
+	change(&l)
+	e.p.Store(&l)
+}

@@ -123,8 +123,8 @@ func (c *conn) atomically(r *route.Route, keys []string, readOnly bool, body fun
 	var err error
 	if snap {
 		err = snapshot.ReadOnly(c.ctx, er, keys, run.fn)
-		if errors.Is(err, snapshot.ErrCollections) && ok { // a read of collections: locked, read whole
-			err = a.Atomically(c.ctx, keys, run.fn)
+		if errors.Is(err, snapshot.ErrCollection) && ok {
+			err = a.Atomically(c.ctx, keys, run.fn) // the store's run loads it
 		}
 	} else {
 		err = a.Atomically(c.ctx, keys, run.fn)

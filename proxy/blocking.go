@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
@@ -18,13 +19,21 @@ import (
 // for a PostgreSQL route with an L1 is every fence: a push through another
 // instance, or plain SQL), and wake the clients waiting on the key.
 //
-// The order argument is the feed's: a client registers its wait before it
+// The order argument is the feed's: a client arms its wait before it
 // runs the command again, so a change after that run wakes it, and one
 // before it was seen by the run. A route whose backend reports no change
 // made elsewhere (PostgreSQL without an L1) is tried again every
 // blockPoll as well. A blocked client that goes away is noticed within
 // blockPoll, CLIENT KILL and shutdown at once; CLIENT UNBLOCK ends the wait
 // as a timeout or with an error.
+//
+// Clients blocked on one key are served in the order they blocked, as
+// Redis serves them: a change of the key is a turn that goes from waiter
+// to waiter in that order, each woken once the one before it has run its
+// command again (served or not), never all at once, which let a later
+// client pop before an earlier one. A change of the key during a turn, by
+// anyone but the waiter whose run it is, starts a new turn once this one
+// has gone through every waiter.
 
 // blockPoll is how often a blocked command runs again when its route's
 // backend would not report a change, and how often a blocked client is
@@ -36,27 +45,44 @@ type waiters struct {
 	feed *changes.Feed
 	mu   sync.Mutex
 	by   map[string]map[*waiter]struct{}
+	// turn is, by key, the waiter whose run the key's change waits on;
+	// again marks a key changed since its turn began.
+	turn    map[string]*waiter
+	again   map[string]bool
+	tickets uint64
+	// blocked counts the clients in a blocking command that found
+	// nothing, from its first wait to its answer: INFO's blocked_clients.
+	blocked atomic.Int64
 }
 
-// waiter is one blocked command: woken once, by the first change of one
-// of its keys.
+// waiter is one blocked command, from its first wait to its answer.
 type waiter struct {
-	keys  []string
-	wake  chan struct{}
-	woken bool
+	client int64 // the connection's id: the writer of its own pops
+	keys   []string
+	ticket uint64 // the order it blocked in
+	wake   chan struct{}
+	woken  bool
 }
 
 func newWaiters(feed *changes.Feed) *waiters {
-	w := &waiters{feed: feed, by: map[string]map[*waiter]struct{}{}}
+	w := &waiters{
+		feed:  feed,
+		by:    map[string]map[*waiter]struct{}{},
+		turn:  map[string]*waiter{},
+		again: map[string]bool{},
+	}
 	feed.Subscribe(w)
 	return w
 }
 
-// wait registers a wait on keys; the caller runs the command after it,
-// then waits on the waiter's wake, and calls done.
-func (w *waiters) wait(keys []string) *waiter {
-	wt := &waiter{keys: keys, wake: make(chan struct{})}
+// wait registers client's wait on keys, behind every wait registered
+// before; the caller arms it before each run of the command, waits on
+// what arm returned, and calls ran after each run and done at the end.
+func (w *waiters) wait(client int64, keys []string) *waiter {
+	wt := &waiter{client: client, keys: keys, wake: make(chan struct{})}
 	w.mu.Lock()
+	w.tickets++
+	wt.ticket = w.tickets
 	for _, k := range keys {
 		set := w.by[k]
 		if set == nil {
@@ -70,7 +96,25 @@ func (w *waiters) wait(keys []string) *waiter {
 	return wt
 }
 
-// done ends a wait, woken or not.
+// arm readies wt for the next change of its keys, and returns what that
+// change closes.
+func (w *waiters) arm(wt *waiter) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wt.woken {
+		wt.wake, wt.woken = make(chan struct{}), false
+	}
+	return wt.wake
+}
+
+// ran says wt has run its command again: the turns it held go on.
+func (w *waiters) ran(wt *waiter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.passLocked(wt)
+}
+
+// done ends a wait, answered or not.
 func (w *waiters) done(wt *waiter) {
 	w.mu.Lock()
 	for _, k := range wt.keys {
@@ -81,29 +125,70 @@ func (w *waiters) done(wt *waiter) {
 			}
 		}
 	}
+	w.passLocked(wt)
 	w.mu.Unlock()
 	w.feed.WantWrites(-1)
 }
 
-// wakeLocked wakes the clients waiting on key.
-func (w *waiters) wakeLocked(key string) {
-	for wt := range w.by[key] {
-		if !wt.woken {
-			wt.woken = true
-			close(wt.wake)
+// passLocked hands each turn wt holds to the next waiter on its key.
+func (w *waiters) passLocked(wt *waiter) {
+	for _, k := range wt.keys {
+		if w.turn[k] != wt || w.giveLocked(k, wt.ticket) {
+			continue
+		}
+		if w.again[k] {
+			delete(w.again, k)
+			w.giveLocked(k, 0)
 		}
 	}
 }
 
+// giveLocked gives key's turn to its first waiter after ticket, and
+// wakes it; false, and the turn ended, when there is none.
+func (w *waiters) giveLocked(key string, after uint64) bool {
+	var next *waiter
+	for wt := range w.by[key] {
+		if wt.ticket > after && (next == nil || wt.ticket < next.ticket) {
+			next = wt
+		}
+	}
+	if next == nil {
+		delete(w.turn, key)
+		return false
+	}
+	w.turn[key] = next
+	if !next.woken {
+		next.woken = true
+		close(next.wake)
+	}
+	return true
+}
+
+// changedLocked starts a turn of key, or marks it for another when one
+// is going; a write by the waiter whose run it is (its pop) is part of
+// the turn.
+func (w *waiters) changedLocked(key string, writer int64) {
+	if len(w.by[key]) == 0 {
+		return
+	}
+	if t := w.turn[key]; t != nil {
+		if writer == 0 || t.client != writer {
+			w.again[key] = true
+		}
+		return
+	}
+	w.giveLocked(key, 0)
+}
+
 // Wrote is changes.Subscriber's: a write through route r.
-func (w *waiters) Wrote(r *route.Route, key string, _ int64) {
+func (w *waiters) Wrote(r *route.Route, key string, writer int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.by) == 0 {
 		return
 	}
 	for _, p := range r.Prefixes {
-		w.wakeLocked(p + key)
+		w.changedLocked(p+key, writer)
 	}
 }
 
@@ -117,14 +202,14 @@ func (w *waiters) Changed(ch changes.Change) {
 	if ch.All {
 		for key := range w.by {
 			if ch.Covers(key) {
-				w.wakeLocked(key)
+				w.changedLocked(key, 0)
 			}
 		}
 		return
 	}
 	for _, k := range ch.Keys {
 		for _, p := range ch.Route.Prefixes {
-			w.wakeLocked(p + k)
+			w.changedLocked(p+k, 0)
 		}
 	}
 }
@@ -161,39 +246,48 @@ func (c *conn) block(args [][]byte, op coll.Command) {
 	unblock := make(chan bool, 1)
 	c.unblock.Store(&unblock)
 	defer c.unblock.Store(nil)
+	counted := false
+	defer func() {
+		if counted {
+			c.s.waiters.blocked.Add(-1)
+		}
+	}()
+	wt := c.s.waiters.wait(c.id, keys)
+	defer c.s.waiters.done(wt)
 	for {
-		wt := c.s.waiters.wait(keys)
-		if w, ok := op.(interface{ Wake() }); ok {
+		wake := c.s.waiters.arm(wt)
+		if w, ok := op.(coll.Waker); ok {
 			w.Wake()
 		}
-		if !c.doOne(args, op) {
-			c.s.waiters.done(wt)
+		ok := c.doOne(args, op)
+		c.s.waiters.ran(wt)
+		if !ok {
 			return
 		}
 		if !c.blocks(op) {
-			c.s.waiters.done(wt)
 			c.collEvents(args, op)
 			c.writeOp(op)
 			return
 		}
+		if !counted {
+			counted = true
+			c.s.waiters.blocked.Add(1)
+		}
 		woken := false
 		for !woken {
 			select {
-			case <-wt.wake:
+			case <-wake:
 				woken = true
 			case <-tick.C:
 				if c.peerGone() {
-					c.s.waiters.done(wt)
 					c.quit = true
 					return
 				}
 				woken = poll
 			case <-timeout:
-				c.s.waiters.done(wt)
 				b.TimedOut((*collWriter)(c))
 				return
 			case asError := <-unblock: // CLIENT UNBLOCK
-				c.s.waiters.done(wt)
 				if asError {
 					c.writeError("UNBLOCKED client unblocked via CLIENT UNBLOCK")
 				} else {
@@ -201,12 +295,10 @@ func (c *conn) block(args [][]byte, op coll.Command) {
 				}
 				return
 			case <-c.ctx.Done(): // killed, or the server stops
-				c.s.waiters.done(wt)
 				c.quit = true
 				return
 			}
 		}
-		c.s.waiters.done(wt)
 	}
 }
 

@@ -102,9 +102,22 @@ func (c *conn) afterMuted(mark int) {
 	if c.mute&(muteOff|muteSkip) != 0 && len(c.out) >= mark {
 		c.out = c.out[:mark]
 	}
+	c.out = append(c.out, c.unmuted...)
+	c.unmuted = c.unmuted[:0]
 	c.mute &^= muteSkip
 	if c.mute&muteSkipNext != 0 {
 		c.mute = c.mute&^muteSkipNext | muteSkip
+	}
+}
+
+// unmute takes what was written to c.out from at on out of the replies
+// CLIENT REPLY OFF or SKIP drop, when they hold: a reply Redis pushes
+// whatever they say (a SUBSCRIBE's confirmations), which afterMuted puts
+// back.
+func (c *conn) unmute(at int) {
+	if c.mute&(muteOff|muteSkip) != 0 && len(c.out) >= at {
+		c.unmuted = append(c.unmuted, c.out[at:]...)
+		c.out = c.out[:at]
 	}
 }
 

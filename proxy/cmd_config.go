@@ -123,14 +123,17 @@ func cmdConfigSet(c *conn, args [][]byte) {
 		}
 		changes = append(changes, change{p, string(args[i]), value})
 	}
+	// A refused value is reported under the name the client used, alias
+	// or not, in lower case: Redis 7.0 keeps an alias as a parameter of
+	// its own name.
 	for _, ch := range changes {
 		switch {
 		case ch.p.set == nil && !sameValue(ch.p.get(c.s), ch.value):
-			failed(ch.p.name(), ch.p.why)
+			failed(strings.ToLower(ch.name), ch.p.why)
 			return
 		case ch.p.set != nil:
 			if why := ch.p.set.check(ch.value); why != "" {
-				failed(ch.p.name(), why)
+				failed(strings.ToLower(ch.name), why)
 				return
 			}
 		}

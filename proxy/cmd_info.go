@@ -114,7 +114,7 @@ func infoClients(c *conn, b *infoBuilder, _ [][2]string) {
 	b.int("connected_clients", s.stats.ConnectedClients.Load())
 	b.int("cluster_connections", 0)
 	b.int("maxclients", int64(s.config().MaxClients))
-	b.int("blocked_clients", 0)
+	b.int("blocked_clients", s.waiters.blocked.Load())
 	b.int("tracking_clients", s.tracking.Clients())
 	b.int("clients_in_timeout_table", 0)
 }

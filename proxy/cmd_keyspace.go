@@ -104,7 +104,7 @@ func rename(c *conn, args [][]byte, nx bool) {
 	res, err := cp.Copy(c.ctx, src, dst, backends.CopyOptions{Replace: !nx, Move: true})
 	switch {
 	case err != nil:
-		c.backendErr(r, err)
+		c.copyErr(r, args, err)
 	case res == backends.CopyNoSource:
 		c.writeError(errNoSuchKey)
 	case res == backends.CopyDstExists:
@@ -156,7 +156,7 @@ func cmdCopy(c *conn, args [][]byte) {
 	res, err := cp.Copy(c.ctx, src, dst, backends.CopyOptions{Replace: replace})
 	switch {
 	case err != nil:
-		c.backendErr(r, err)
+		c.copyErr(r, args, err)
 	case res == backends.Copied:
 		c.writeInt(1)
 	default:
@@ -164,9 +164,19 @@ func cmdCopy(c *conn, args [][]byte) {
 	}
 }
 
+// copyErr answers a failed RENAME or COPY; a route whose store cannot
+// copy (the wrapper's Copy says so) is named with the command.
+func (c *conn) copyErr(r *route.Route, args [][]byte, err error) {
+	if errors.Is(err, backends.ErrUnsupported) {
+		err = fmt.Errorf("%s: %w", strings.ToLower(string(args[0])), err)
+	}
+	c.backendErr(r, err)
+}
+
 // keyPair resolves the two keys of RENAME or COPY, which must be on one
 // route whose store can copy (Redis Cluster likewise refuses keys of two
-// slots, before anything else), or answers and returns a nil route.
+// slots, before anything else), or answers and returns a nil route. The
+// route's wrapper is the Copier, which reports the copy as a write.
 func (c *conn) keyPair(args [][]byte) (r *route.Route, src, dst string, cp backends.Copier) {
 	r, src = c.key(args[1])
 	if r == nil {

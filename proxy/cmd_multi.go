@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"context"
+	"errors"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/route"
 )
 
@@ -52,9 +55,16 @@ type watched struct {
 	// value is a hash of what the key held at WATCH (0: absent), compared
 	// in EXEC's atomic run with what it holds then: so a write made
 	// anywhere (plain SQL, another Valkey client) aborts the EXEC, when it
-	// changed the value.
+	// changed the value. A collection's is aCollection: its members are
+	// not read, so a write to it is seen by the marks alone (this
+	// pgcache's writes, and the fences of others' that came before the
+	// run).
 	value uint64
 }
+
+// aCollection is the value of a watched key that held a hash, set, sorted
+// set or list: fingerprints are 0 or odd.
+const aCollection = 2
 
 // MULTI
 func cmdMulti(c *conn, _ [][]byte) {
@@ -148,12 +158,12 @@ func cmdWatch(c *conn, args [][]byte) {
 		stored = strings.Clone(stored) // a view of the read buffer
 		w := watched{r: r, key: stored, mark: r.Watch(c.ctx, stored)}
 		c.watches = append(c.watches, w) // Unwatch is owed even if the read fails
-		v, ok, err := r.Backend.Get(c.ctx, stored)
+		value, err := watchValue(c.ctx, r.Backend, stored)
 		if err != nil {
 			c.backendErr(r, err)
 			return
 		}
-		c.watches[len(c.watches)-1].value = fingerprint(v, ok)
+		c.watches[len(c.watches)-1].value = value
 	}
 	c.writeOK()
 }
@@ -170,6 +180,16 @@ func (c *conn) unwatchAll() {
 	}
 	clear(c.watches)
 	c.watches = c.watches[:0]
+}
+
+// watchValue is what watched.value holds for key: its string's
+// fingerprint, or aCollection.
+func watchValue(ctx context.Context, b backends.Backend, key string) (uint64, error) {
+	v, ok, err := b.Get(ctx, key)
+	if errors.Is(err, backends.ErrWrongType) {
+		return aCollection, nil
+	}
+	return fingerprint(v, ok), err
 }
 
 func fingerprint(v []byte, ok bool) uint64 {
@@ -195,8 +215,7 @@ func (c *conn) watchedChanged(inRun bool) bool {
 		case inRun && w.r.ChangedHere(w.key, w.mark):
 			return true
 		case inRun:
-			v, ok, err := c.viewOf(w.r).Backend.Get(c.ctx, w.key)
-			if err != nil || fingerprint(v, ok) != w.value {
+			if v, err := watchValue(c.ctx, c.viewOf(w.r).Backend, w.key); err != nil || v != w.value {
 				return true
 			}
 		}

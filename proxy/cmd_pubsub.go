@@ -116,6 +116,7 @@ func (c *conn) unsubscribe(kind pubsub.Kind, args [][]byte) {
 // with the count of subscriptions left: an array in RESP2, a push in RESP3.
 // Shard subscriptions count apart, as Redis counts them.
 func (c *conn) writeSubReply(kind pubsub.Kind, word string, name []byte) {
+	defer c.unmute(len(c.out)) // sent under CLIENT REPLY OFF too, as Redis pushes it
 	if c.proto == 3 {
 		c.out = appendHeader(c.out, '>', 3)
 	} else {

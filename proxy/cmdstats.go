@@ -98,6 +98,7 @@ type introspect struct {
 	drains  int      // times drain moved c.out, which invalidates offsets into it
 	lastCmd *command // the command running or last run (CLIENT LIST's cmd=)
 	mute    uint8    // CLIENT REPLY: muteOff, muteSkip, muteSkipNext
+	unmuted []byte   // replies a muted request sends all the same (writeUnmuted)
 	born    int64    // connected at, unix ms by the server's clock
 	gone    atomic.Bool
 	pub     seen // what other connections read: see cmd_client.go

@@ -117,6 +117,11 @@ func init() {
 			{name: "refcount", fn: cmdObjectRefCount, kind: kindRead, arity: 3, keys: keySpec{2, 2, 1}},
 			{name: "help", fn: cmdObjectHelp, kind: kindAdmin, arity: 2},
 		}},
+		{name: "memory", kind: kindRead, arity: -2, subs: []spec{
+			// cmd_memory.go
+			{name: "usage", fn: cmdMemoryUsage, kind: kindRead, arity: -3, keys: keySpec{2, 2, 1}},
+			{name: "help", fn: cmdMemoryHelp, kind: kindAdmin, arity: 2},
+		}},
 		{name: "touch", fn: cmdTouch, kind: kindRead, arity: -2, keys: allKeys},
 		{name: "rename", fn: cmdRename, kind: kindWrite, arity: 3, keys: twoKeys},
 		{name: "renamenx", fn: cmdRenameNX, kind: kindWrite, arity: 3, keys: twoKeys},

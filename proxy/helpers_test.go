@@ -58,7 +58,8 @@ func startServerWith(t testing.TB, cfg Config, edit func(*route.Route)) *testSer
 	t.Helper()
 	registerTestCommands()
 	busy := backends.NewBusyThreshold(backends.DefaultBusyThreshold)
-	drv := memory.NewDriver("mem", 256<<20, memory.WithBusyThreshold(busy))
+	enc := new(backends.Encodings)
+	drv := memory.NewDriver("mem", 256<<20, memory.WithBusyThreshold(busy), memory.WithEncodings(enc))
 	var routes []*route.Route
 	for _, tr := range testRoutes {
 		b, err := drv.Open(context.Background(), backends.RouteSpec{Name: tr.name})
@@ -80,7 +81,7 @@ func startServerWith(t testing.TB, cfg Config, edit func(*route.Route)) *testSer
 	if tt, ok := t.(*testing.T); ok {
 		log = zaptest.NewLogger(tt, zaptest.Level(zap.WarnLevel))
 	}
-	srv := New(router, m, overDefaults(cfg), backends.Env{Busy: busy}, log, reg)
+	srv := New(router, m, overDefaults(cfg), backends.Env{Busy: busy, Encodings: enc}, log, reg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)

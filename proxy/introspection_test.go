@@ -545,6 +545,41 @@ func TestConfigGetPatterns(t *testing.T) {
 	}
 }
 
+// TestConfigEncodingLimits: the encoding thresholds (hash-max-listpack-
+// entries and the rest, under their ziplist aliases too) are read and set
+// as Redis's, and OBJECT ENCODING reports collections by them.
+func TestConfigEncodingLimits(t *testing.T) {
+	ts := startServer(t, Config{})
+	c := dial(t, ts.addr)
+	for _, tc := range []struct {
+		cmd  []string
+		want string
+	}{
+		{[]string{"CONFIG", "GET", "hash-max-ziplist-entries"}, "*2\r\n$24\r\nhash-max-ziplist-entries\r\n$3\r\n512\r\n"},
+		{[]string{"CONFIG", "SET", "hash-max-ziplist-entries", "2"}, "+OK\r\n"},
+		{[]string{"CONFIG", "GET", "hash-max-listpack-entries"}, "*2\r\n$25\r\nhash-max-listpack-entries\r\n$1\r\n2\r\n"},
+		{[]string{"HSET", "h", "a", "1", "b", "2"}, ":2\r\n"},
+		{[]string{"OBJECT", "ENCODING", "h"}, "$8\r\nlistpack\r\n"},
+		{[]string{"HSET", "h", "c", "3"}, ":1\r\n"},
+		{[]string{"OBJECT", "ENCODING", "h"}, "$9\r\nhashtable\r\n"},
+		{[]string{"CONFIG", "SET", "zset-max-ziplist-value", "1k"}, "+OK\r\n"},
+		{[]string{"CONFIG", "GET", "zset-max-listpack-value"}, "*2\r\n$23\r\nzset-max-listpack-value\r\n$4\r\n1000\r\n"},
+		{[]string{"CONFIG", "SET", "set-max-intset-entries", "1"}, "+OK\r\n"},
+		{[]string{"SADD", "s", "1", "2"}, ":2\r\n"},
+		{[]string{"OBJECT", "ENCODING", "s"}, "$9\r\nhashtable\r\n"},
+		{[]string{"CONFIG", "SET", "list-max-ziplist-size", "1", "list-compress-depth", "2"}, "+OK\r\n"},
+		{[]string{"CONFIG", "GET", "list-compress-depth"}, "*2\r\n$19\r\nlist-compress-depth\r\n$1\r\n2\r\n"},
+		// Redis's refusals, under the name the client used.
+		{[]string{"CONFIG", "SET", "hash-max-ziplist-value", "-1"}, "-ERR CONFIG SET failed (possibly related to argument 'hash-max-ziplist-value') - argument must be a memory value\r\n"},
+		{[]string{"CONFIG", "SET", "List-Max-Ziplist-Size", "3000000000"}, "-ERR CONFIG SET failed (possibly related to argument 'list-max-ziplist-size') - argument must be between -2147483648 and 2147483647 inclusive\r\n"},
+		{[]string{"CONFIG", "SET", "set-max-intset-entries", "x"}, "-ERR CONFIG SET failed (possibly related to argument 'set-max-intset-entries') - argument couldn't be parsed into an integer\r\n"},
+	} {
+		if got := c.do(tc.cmd...); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.cmd, got, tc.want)
+		}
+	}
+}
+
 // TestTimeAndLastSave: TIME is now, LASTSAVE the start.
 func TestTimeAndLastSave(t *testing.T) {
 	ts := startServer(t, Config{})

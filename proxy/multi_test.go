@@ -44,6 +44,46 @@ func TestWatchAbortedByAnotherClient(t *testing.T) {
 	}
 }
 
+// TestWatchCollections: WATCH of a hash, set, sorted set or list answers
+// OK (it answered WRONGTYPE), EXEC runs when no one wrote it, and a write
+// by another client, or a change of its type, aborts EXEC.
+func TestWatchCollections(t *testing.T) {
+	ts := startServer(t, Config{})
+	a, b := dial(t, ts.addr), dial(t, ts.addr)
+	for _, k := range []struct{ key, create, write string }{
+		{"h", "HSET h f v", "HSET h f w"},
+		{"s", "SADD s a", "SADD s b"},
+		{"z", "ZADD z 1 a", "ZADD z 2 a"},
+		{"l", "RPUSH l a", "RPUSH l b"},
+		{"t", "SADD t a", "SET t x"}, // a collection replaced by a string
+		{"u", "SET u x", "SADD v a"}, // a string, left alone
+	} {
+		exec := func(write bool) string {
+			t.Helper()
+			if got := a.do("WATCH", k.key); got != "+OK\r\n" {
+				t.Fatalf("WATCH %s: %q", k.key, got)
+			}
+			if write {
+				b.do(strings.Fields(k.write)...)
+			}
+			a.do("MULTI")
+			a.do("PING")
+			return a.do("EXEC")
+		}
+		a.do(strings.Fields(k.create)...)
+		if got := exec(false); got != "*1\r\n+PONG\r\n" {
+			t.Errorf("%s unwritten: EXEC %q", k.key, got)
+		}
+		want := "*-1\r\n"
+		if k.key == "u" {
+			want = "*1\r\n+PONG\r\n"
+		}
+		if got := exec(true); got != want {
+			t.Errorf("%s after %s: EXEC %q, want %q", k.key, k.write, got, want)
+		}
+	}
+}
+
 // TestExecIsolation moves units between two keys in MULTI/EXEC from
 // several clients while others MGET both: no reader sees the sum change,
 // and no unit is lost.

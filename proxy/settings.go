@@ -1,13 +1,13 @@
 package proxy
 
 import (
-	"github.com/pgcache/pgcache/backends/coll"
 	"math"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/conf"
 )
 
@@ -149,6 +149,24 @@ var settings = []setting{
 	{names: []string{"tracking-table-max-keys"},
 		get: func(s *Server) string { return strconv.Itoa(s.tracking.MaxKeys()) },
 		set: intIn(0, maxInt64, func(s *Server, n int64) { s.tracking.SetMaxKeys(int(min(n, math.MaxInt32))) })},
+	// Redis's encoding thresholds, which OBJECT ENCODING reports
+	// collections by (coll.Limits): the server's, every route's stores
+	// read them (backends.Env). The list ones change nothing else here: a
+	// list is a quicklist whatever its nodes' sizes.
+	{names: []string{"hash-max-listpack-entries", "hash-max-ziplist-entries"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackEntries }), set: intIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackEntries }))},
+	{names: []string{"hash-max-listpack-value", "hash-max-ziplist-value"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackValue }), set: memIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackValue }))},
+	{names: []string{"set-max-intset-entries"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.SetMaxIntsetEntries }), set: intIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.SetMaxIntsetEntries }))},
+	{names: []string{"zset-max-listpack-entries", "zset-max-ziplist-entries"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackEntries }), set: intIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackEntries }))},
+	{names: []string{"zset-max-listpack-value", "zset-max-ziplist-value"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackValue }), set: memIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackValue }))},
+	{names: []string{"list-max-listpack-size", "list-max-ziplist-size"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.ListMaxListpackSize }), set: intIn(math.MinInt32, math.MaxInt32, setLimit(func(l *coll.Limits) *int64 { return &l.ListMaxListpackSize }))},
+	{names: []string{"list-compress-depth"},
+		get: limit(func(l *coll.Limits) *int64 { return &l.ListCompressDepth }), set: intIn(0, math.MaxInt32, setLimit(func(l *coll.Limits) *int64 { return &l.ListCompressDepth }))},
 
 	// Redis's parameters for what pgcache has not, or has one way only.
 	{names: []string{"maxmemory-clients"}, get: always("0"), why: noFeature},
@@ -169,15 +187,6 @@ var settings = []setting{
 			},
 			apply: func(s *Server, v string) { f, _ := parseNotifyFlags(v); s.notify.Store(f) },
 		}},
-	// The encodings OBJECT ENCODING reports (the memory route's stores
-	// read them; package coll).
-	encoding([]string{"hash-max-listpack-entries", "hash-max-ziplist-entries"}, func(l *coll.Limits) *int64 { return &l.HashMaxListpackEntries }),
-	encoding([]string{"hash-max-listpack-value", "hash-max-ziplist-value"}, func(l *coll.Limits) *int64 { return &l.HashMaxListpackValue }),
-	encoding([]string{"set-max-intset-entries"}, func(l *coll.Limits) *int64 { return &l.SetMaxIntsetEntries }),
-	encoding([]string{"zset-max-listpack-entries", "zset-max-ziplist-entries"}, func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackEntries }),
-	encoding([]string{"zset-max-listpack-value", "zset-max-ziplist-value"}, func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackValue }),
-	encoding([]string{"list-max-listpack-size", "list-max-ziplist-size"}, func(l *coll.Limits) *int64 { return &l.ListMaxListpackSize }),
-	encoding([]string{"list-compress-depth"}, func(l *coll.Limits) *int64 { return &l.ListCompressDepth }),
 	{names: []string{"dir"}, get: workingDir, why: noFeature},
 }
 
@@ -231,8 +240,15 @@ func SettingPaths() []string {
 	return paths
 }
 
-// name is the parameter's own name, which CONFIG SET's errors give.
-func (st *setting) name() string { return st.names[0] }
+// limit is the getter of one of the server's encoding thresholds.
+func limit(field func(*coll.Limits) *int64) func(*Server) string {
+	return func(s *Server) string { return strconv.FormatInt(*field(s.enc.Load()), 10) }
+}
+
+// setLimit sets one of the server's encoding thresholds.
+func setLimit(field func(*coll.Limits) *int64) func(*Server, int64) {
+	return func(s *Server, n int64) { s.enc.Update(func(l *coll.Limits) { *field(l) = n }) }
+}
 
 // always is the getter of a parameter whose value never changes.
 func always(v string) func(*Server) string { return func(*Server) string { return v } }
@@ -299,18 +315,6 @@ func inConfig(field func(c *Config, n int64)) func(*Server, int64) {
 		field(&cfg, n)
 		s.SetConfig(cfg)
 	}
-}
-
-// encoding is the row of an encoding threshold (backends.Encodings): any
-// integer, as Redis takes them.
-func encoding(names []string, field func(l *coll.Limits) *int64) setting {
-	return setting{names: names,
-		get: func(s *Server) string { return strconv.FormatInt(*field(s.enc.Load()), 10) },
-		set: intIn(math.MinInt64, maxInt64, func(s *Server, n int64) {
-			l := *s.enc.Load()
-			*field(&l) = n
-			s.enc.Store(l)
-		})}
 }
 
 // outputLimits is client-output-buffer-limit as Redis answers it: the

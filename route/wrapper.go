@@ -145,8 +145,48 @@ func (in *instrumented) Do(ctx context.Context, keys []string, op backends.Op) e
 	start := mono()
 	err := in.b.Do(ctx, keys, op)
 	o.observe(start, err)
+	if foundNothing(op) {
+		written = nil
+	}
 	in.wroteAll(ctx, written)
 	return err
+}
+
+// Copy is RENAME's and COPY's: the backend's Copier, or ErrUnsupported.
+// dst, and src when moved, are seen by WATCH and reported as any write
+// (tracking, blocked clients: a list renamed into place feeds a BLPOP).
+func (in *instrumented) Copy(ctx context.Context, src, dst string, opts backends.CopyOptions) (backends.CopyResult, error) {
+	cp, ok := backends.As[backends.Copier](in.b)
+	if !ok {
+		return 0, backends.ErrUnsupported
+	}
+	written := []string{dst, src}
+	if !opts.Move {
+		written = written[:1]
+	}
+	in.watch.touchAll(written)
+	o := in.of("copy")
+	start := mono()
+	res, err := cp.Copy(ctx, src, dst, opts)
+	o.observe(start, err)
+	if err == nil && res == backends.Copied {
+		in.wroteAll(ctx, written)
+	}
+	return res, err
+}
+
+// foundNothing reports a blocking command (BLPOP, BZPOPMIN…) that ran
+// here and found nothing to pop: it wrote nothing. Reported, its keys
+// would wake the clients blocked on them, itself among them, each of
+// which runs its command again and reports again: blocked clients would
+// spin. One that a store passed on (Valkey) is reported as any write.
+func foundNothing(op backends.Op) bool {
+	b, ok := op.(interface{ Ready() bool })
+	if !ok || b.Ready() {
+		return false
+	}
+	p, ok := op.(backends.Passable)
+	return !ok || p.Request().Reply.Kind == backends.ReplyNone
 }
 
 // wrote reports a write of key once a reader can see it: now, or at the
@@ -179,4 +219,5 @@ func (in *instrumented) Close() error { return nil }
 var (
 	_ backends.Backend = (*instrumented)(nil)
 	_ backends.Atomic  = (*instrumented)(nil)
+	_ backends.Copier  = (*instrumented)(nil)
 )

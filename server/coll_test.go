@@ -181,3 +181,88 @@ func TestTableRowsAsHashes(t *testing.T) {
 	}
 	eventually(t, "the other instance sees the HSET", func() bool { return r.HGet(ctx, "user:7", "name").Val() == "hedy" })
 }
+
+// A read-only MULTI, or one WATCHing a collection, over collections on a
+// PostgreSQL route, with an L1 and without: the strings' snapshot read
+// cannot serve them (it reads a collection's type alone, and the run then
+// "wrote" it), so the route's own atomic run does.
+func TestReadOnlyExecOfCollections(t *testing.T) {
+	usersTable(t)
+	for name, conf := range map[string]string{
+		"l1":    l1Config(pg.DSN()),
+		"no-l1": strings.Replace(l1Config(pg.DSN()), ", l1: {max_bytes: 16MiB}}", "}", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := startPgcache(t, conf)
+			ctx := context.Background()
+			c := redisClient(t, s)
+			c.Del(ctx, "pg:rol", "pg:roh", "pg:roset", "pg:roz", "pg:ros")
+			c.RPush(ctx, "pg:rol", "a", "b")
+			c.HSet(ctx, "pg:roh", "f", "1", "g", "2")
+			c.SAdd(ctx, "pg:roset", "x", "y")
+			c.ZAdd(ctx, "pg:roz", redis.Z{Score: 2, Member: "two"}, redis.Z{Score: 1, Member: "one"})
+			c.Set(ctx, "pg:ros", "v", 0)
+			cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.LRange(ctx, "pg:rol", 0, -1)
+				p.HGetAll(ctx, "pg:roh")
+				p.SMembers(ctx, "pg:roset")
+				p.ZRangeWithScores(ctx, "pg:roz", 0, -1)
+				p.Get(ctx, "pg:ros")
+				p.LLen(ctx, "pg:missing")
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("MULTI LRANGE HGETALL SMEMBERS ZRANGE GET LLEN EXEC: %v", err)
+			}
+			if got := fmt.Sprint(cmds[0].(*redis.StringSliceCmd).Val()); got != "[a b]" {
+				t.Errorf("LRANGE in EXEC = %s", got)
+			}
+			if got := cmds[1].(*redis.MapStringStringCmd).Val(); len(got) != 2 || got["f"] != "1" || got["g"] != "2" {
+				t.Errorf("HGETALL in EXEC = %v", got)
+			}
+			members := cmds[2].(*redis.StringSliceCmd).Val()
+			slices.Sort(members)
+			if got := fmt.Sprint(members); got != "[x y]" {
+				t.Errorf("SMEMBERS in EXEC = %s", got)
+			}
+			if got := fmt.Sprint(cmds[3].(*redis.ZSliceCmd).Val()); got != "[{1 one} {2 two}]" {
+				t.Errorf("ZRANGE WITHSCORES in EXEC = %s", got)
+			}
+			if got := cmds[4].(*redis.StringCmd).Val(); got != "v" {
+				t.Errorf("GET in EXEC = %q", got)
+			}
+			if got := cmds[5].(*redis.IntCmd).Val(); got != 0 {
+				t.Errorf("LLEN of a missing key in EXEC = %d", got)
+			}
+			// A string command on a collection inside EXEC is that command's
+			// WRONGTYPE, the others still answer.
+			cmds, _ = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Get(ctx, "pg:roh")
+				p.SCard(ctx, "pg:roset")
+				return nil
+			})
+			if err := cmds[0].Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+				t.Errorf("GET of a hash in EXEC: %v, want WRONGTYPE", err)
+			}
+			if got := cmds[1].(*redis.IntCmd).Val(); got != 2 {
+				t.Errorf("SCARD after a WRONGTYPE in EXEC = %d", got)
+			}
+			// The fence of the RPUSH may come after WATCH and abort an EXEC
+			// (a null reply): that is WATCH's rule; an error is not.
+			eventually(t, "WATCH of a list, then a read-only EXEC", func() bool {
+				err = c.Watch(ctx, func(tx *redis.Tx) error {
+					_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						p.Get(ctx, "pg:ros")
+						p.HGet(ctx, "pg:roh", "f")
+						return nil
+					})
+					return err
+				}, "pg:rol", "pg:roh")
+				if err != nil && err != redis.TxFailedErr {
+					t.Fatalf("WATCH of a list, then a read-only EXEC: %v", err)
+				}
+				return err == nil
+			})
+		})
+	}
+}

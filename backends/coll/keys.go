@@ -96,3 +96,46 @@ func StringEncoding(v []byte) string {
 	}
 	return "raw"
 }
+
+// Sized is MEMORY USAGE key of a collection: the bytes its store counts
+// for its value (Weight). Of a string it says only that it is one: the
+// RESP front reads the value.
+type Sized struct {
+	backends.Passed
+	Type  backends.Type // TypeNone: no such key
+	Bytes int64         // a collection's
+}
+
+// ParseMemoryUsage reads MEMORY USAGE key [SAMPLES count]; the RESP front
+// checks the options first, as Redis does before it looks the key up.
+func ParseMemoryUsage(args [][]byte) (Command, error) {
+	op := &Sized{}
+	op.Args, op.KeyAt = args, []int{2}
+	return op, nil
+}
+
+func (*Sized) Name() string            { return "memory" }
+func (*Sized) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *Sized) Run(v backends.View) error {
+	op.Type, op.Bytes = v.Type(0), 0
+	if op.Type == backends.TypeNone || op.Type == backends.TypeString {
+		return nil
+	}
+	val, err := v.Get(0, backends.TypeNone)
+	if err != nil || val == nil {
+		return err
+	}
+	op.Bytes = val.Weight()
+	return nil
+}
+
+// Reply answers a collection's size, or nil for no key; a string's is the
+// front's to answer.
+func (op *Sized) Reply(w Writer) {
+	if op.Type == backends.TypeNone {
+		w.Null()
+		return
+	}
+	w.Int(op.Bytes)
+}

@@ -1,6 +1,8 @@
 package coll
 
-import "github.com/pgcache/pgcache/backends"
+import (
+	"github.com/pgcache/pgcache/backends"
+)
 
 // Limits are Redis's encoding thresholds (hash-max-listpack-entries and
 // the others, CONFIG GET/SET): what OBJECT ENCODING reports for a value,
@@ -14,7 +16,7 @@ type Limits = backends.EncodingLimits
 var DefaultLimits = backends.DefaultEncodings
 
 // LimitsOf returns the limits of the server a View's store belongs to
-// (a View with a Limits method), or DefaultLimits.
+// (a View with a Limits method), or Redis's defaults.
 func LimitsOf(v backends.View) *Limits {
 	if l, ok := v.(interface{ Limits() *Limits }); ok {
 		if lim := l.Limits(); lim != nil {

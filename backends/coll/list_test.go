@@ -636,8 +636,8 @@ func TestListHostile(t *testing.T) {
 	}
 }
 
-// TestListWoken: a client blocks on redis-server, another changes the keys
-// and pushes, and the blocked client's answer must be what the Op answers
+// TestListWoken: a client blocks on redis-server (BLPOP, BZPOPMIN…),
+// another changes the keys and pushes, and the blocked client's answer must be what the Op answers
 // when run again after Wake on the same keys.
 func TestListWoken(t *testing.T) {
 	for _, tc := range []struct {
@@ -651,6 +651,10 @@ func TestListWoken(t *testing.T) {
 		{"BLMOVE src src RIGHT LEFT 5", []string{"RPUSH src a b"}},
 		{"BLMPOP 5 2 a b LEFT COUNT 3", []string{"SET a x", "RPUSH b 1 2 3 4"}},
 		{"BLMPOP 5 2 a b RIGHT", []string{"RPUSH b 1 2 3 4"}},
+		// The sorted sets' blocking pops pass over other types alike.
+		{"BZPOPMIN a b 5", []string{"SET a x", "ZADD b 1 m"}},
+		{"BZPOPMAX a b 5", []string{"HSET a f v", "ZADD b 1 m 2 n"}},
+		{"BZMPOP 5 2 a b MIN COUNT 3", []string{"SET a x", "ZADD b 1 m 2 n"}},
 	} {
 		for _, proto := range []int{2, 3} {
 			blocked, other := dialRedis(t, proto), dialRedis(t, proto)

@@ -1,6 +1,7 @@
 package coll
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -112,6 +113,7 @@ type ZMPop struct {
 	count  int64
 	key    []byte // the key popped from
 	popped []ZEntry
+	woken  bool // BZMPOP woken (Waker): keys of another type are passed over
 }
 
 // parseZMPop reads ZMPOP's arguments from args[at] on (numkeys first).
@@ -167,6 +169,9 @@ func (op *ZMPop) Run(v backends.View) error {
 	op.key, op.popped = nil, op.popped[:0]
 	for i := range op.KeyAt {
 		z, err := zsetOf(v, i)
+		if op.woken && errors.Is(err, backends.ErrWrongType) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -219,6 +224,7 @@ func (*BZMPop) Name() string              { return "bzmpop" }
 func (op *BZMPop) Ready() bool            { return op.key != nil }
 func (op *BZMPop) Timeout() time.Duration { return op.timeout }
 func (*BZMPop) TimedOut(w Writer)         { w.NullArray() }
+func (op *BZMPop) Wake()                  { op.woken = true }
 
 // BZPop is BZPOPMIN key [key ...] timeout and BZPOPMAX key [key ...]
 // timeout: it pops one member from the first of its keys that holds a
@@ -229,6 +235,7 @@ type BZPop struct {
 	timeout time.Duration
 	key     []byte
 	popped  ZEntry
+	woken   bool // woken (Waker): keys of another type are passed over, as for BLPOP
 }
 
 // ParseBZPop reads BZPOPMIN and BZPOPMAX.
@@ -254,6 +261,9 @@ func (op *BZPop) Run(v backends.View) error {
 	op.key, op.popped = nil, ZEntry{}
 	for i := range op.KeyAt {
 		z, err := zsetOf(v, i)
+		if op.woken && errors.Is(err, backends.ErrWrongType) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -270,6 +280,7 @@ func (op *BZPop) Run(v backends.View) error {
 func (op *BZPop) Ready() bool            { return op.key != nil }
 func (op *BZPop) Timeout() time.Duration { return op.timeout }
 func (*BZPop) TimedOut(w Writer)         { w.NullArray() }
+func (op *BZPop) Wake()                  { op.woken = true }
 
 // Reply answers the key, the member and its score; when nothing was
 // popped (a BZPOPMIN in MULTI or a script, which never waits), what a
@@ -290,4 +301,6 @@ var (
 	_ Command = (*ZMPop)(nil)
 	_ Blocker = (*BZMPop)(nil)
 	_ Blocker = (*BZPop)(nil)
+	_ Waker   = (*BZMPop)(nil)
+	_ Waker   = (*BZPop)(nil)
 )

@@ -32,9 +32,14 @@ var scratches = sync.Pool{New: func() any {
 		solo: new(sync.Mutex), release: func() {}}}
 }}
 
-// NewScratch returns an empty Scratch. Close it when done, and use it no
-// more: it is emptied and made again by a later NewScratch.
-func NewScratch() *Scratch { return scratches.Get().(*Scratch) }
+// NewScratch returns an empty Scratch whose collections report OBJECT
+// ENCODING by enc (nil: Redis's defaults). Close it when done, and use it
+// no more: it is emptied and made again by a later NewScratch.
+func NewScratch(enc *backends.Encodings) *Scratch {
+	s := scratches.Get().(*Scratch)
+	s.enc = enc
+	return s
+}
 
 // maxPooledScratch is the most keys a Scratch may have held and still be
 // kept: the cache's table stays as large as it grew, and emptying it costs

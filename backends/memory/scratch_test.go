@@ -12,7 +12,7 @@ import (
 // TestScratchConformance: a Scratch answers as every backend does.
 func TestScratchConformance(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T) backends.Backend {
-		s := NewScratch()
+		s := NewScratch(nil)
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
@@ -22,7 +22,7 @@ func TestScratchConformance(t *testing.T) {
 // an absent or expired key.
 func TestScratchPeek(t *testing.T) {
 	ctx := context.Background()
-	s := NewScratch()
+	s := NewScratch(nil)
 	defer s.Close()
 	at := time.Now().Add(time.Hour)
 	s.Set(ctx, "k", []byte("v"), backends.SetOptions{TTL: backends.TTL{Mode: backends.TTLAt, At: at}})

@@ -70,7 +70,7 @@ func (b *base) snapshotOnce(ctx context.Context, run *snapshotRun) (done bool, e
 	if err != nil {
 		return false, err
 	}
-	writes, err := snapshot.Run(run.keys, state, start, run.fn)
+	writes, err := snapshot.Run(b.d.enc, run.keys, state, start, run.fn)
 	if err == nil {
 		err = run.rows.refuse(writes)
 	}

@@ -76,7 +76,7 @@ func (s *KV) readRun(ctx context.Context, keys []string, op backends.Op) error {
 	if err != nil {
 		return err
 	}
-	_, err = snapshot.Run(unique, state, start, func(tx backends.Backend) error {
+	_, err = snapshot.Run(s.d.enc, unique, state, start, func(tx backends.Backend) error {
 		return tx.Do(ctx, keys, op)
 	})
 	return err

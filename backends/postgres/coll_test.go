@@ -61,6 +61,42 @@ func items(t *testing.T, s *KV, key string) int64 {
 	return queryInt(t, fmt.Sprintf("SELECT count(*) FROM %s WHERE key = $1", itemsTable(s.table).ident()), key)
 }
 
+// A read of several keys indexes them as the command names them, not in
+// the order the load sorts them: SDIFF of a missing key first is empty
+// (it answered set1 - set2, the keys sorted).
+func TestCollectionsReadKeyOrder(t *testing.T) {
+	d := newDriver(t, Options{})
+	s := openKV(t, d, uniqueTable(t), DurabilityUnlogged, "")
+	do(t, s, coll.ParseSAdd, "sadd", "set1", "a", "b", "c")
+	do(t, s, coll.ParseSAdd, "sadd", "set2", "b", "c", "d")
+	for _, tc := range []struct {
+		keys []string
+		want int
+	}{
+		{[]string{"set3", "set2", "set1"}, 0},
+		{[]string{"set2", "set1", "set3"}, 1}, // d
+		{[]string{"set1", "set2"}, 1},         // a
+	} {
+		op := collOp(t, coll.ParseSDiff, append([]string{"sdiff"}, tc.keys...)...)
+		if err := s.Do(testCtx(t), tc.keys, op); err != nil {
+			t.Fatal(err)
+		}
+		var r members
+		op.Reply(&r)
+		if r.n != tc.want {
+			t.Errorf("SDIFF %q answered %d members, want %d", tc.keys, r.n, tc.want)
+		}
+	}
+}
+
+// members counts the members of a set reply.
+type members struct {
+	reply
+	n int
+}
+
+func (r *members) Bulk([]byte) { r.n++ }
+
 // Collections beside strings in a kv table, through the generic path: a
 // hash's row and items, WRONGTYPE both ways, a SET that replaces a hash
 // and takes its items, EXPIRE, COPY and RENAME with the items, a flush.

@@ -48,9 +48,10 @@ type Driver struct {
 	log       *zap.Logger
 	opts      Options
 	database  string
-	pool      *pgxpool.Pool    // standard and unlogged kv tables, table routes, the sweeper
-	asyncCfg  *pgxpool.Config  // for the async pool, made on first use
-	deadlines *deadline.Shared // operations' command_timeout contexts
+	pool      *pgxpool.Pool       // standard and unlogged kv tables, table routes, the sweeper
+	asyncCfg  *pgxpool.Config     // for the async pool, made on first use
+	deadlines *deadline.Shared    // operations' command_timeout contexts
+	enc       *backends.Encodings // the server's encoding thresholds, for OBJECT ENCODING in runs
 
 	mu     sync.Mutex
 	async  *pgxpool.Pool
@@ -70,7 +71,12 @@ func New(_ context.Context, name string, options map[string]any, env backends.En
 	if err := decode.Strict(options, &o); err != nil {
 		return nil, err
 	}
-	return NewDriver(name, o, env.Log)
+	d, err := NewDriver(name, o, env.Log)
+	if err != nil {
+		return nil, err
+	}
+	d.enc = env.Encodings
+	return d, nil
 }
 
 // NewDriver builds a driver from decoded options; zero fields get their

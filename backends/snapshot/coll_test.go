@@ -33,7 +33,7 @@ func TestRunCollections(t *testing.T) {
 		{},
 	}
 	ctx := context.Background()
-	writes, err := Run([]string{"h", "new"}, state, time.Now(), func(tx backends.Backend) error {
+	writes, err := Run(nil, []string{"h", "new"}, state, time.Now(), func(tx backends.Backend) error {
 		if err := tx.Do(ctx, []string{"h"}, op(t, coll.ParseHSet, "hset", "h", "b", "3", "c", "4")); err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func TestRunCollections(t *testing.T) {
 		t.Fatalf("write of new = %+v", w)
 	}
 	// A run that only reads writes nothing.
-	writes, err = Run([]string{"h"}, state[:1], time.Now(), func(tx backends.Backend) error {
+	writes, err = Run(nil, []string{"h"}, state[:1], time.Now(), func(tx backends.Backend) error {
 		return tx.Do(ctx, []string{"h"}, op(t, coll.ParseHGet, "hget", "h", "a"))
 	})
 	if err != nil || len(writes) != 0 {

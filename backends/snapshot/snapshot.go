@@ -94,8 +94,10 @@ const maxPooledLoaded = 64
 // none) read at start. The run changes the collections of state in place
 // (a store loads them fresh for it); a Write's Journal says what it
 // changed. When fn fails, Run returns its error as it is and no writes.
-func Run(keys []string, state []backends.Expiring, start time.Time, fn func(tx backends.Backend) error) ([]Write, error) {
-	scratch := memory.NewScratch()
+// OBJECT ENCODING in fn reports collections by enc (nil: Redis's
+// defaults), the thresholds of the server the store belongs to.
+func Run(enc *backends.Encodings, keys []string, state []backends.Expiring, start time.Time, fn func(tx backends.Backend) error) ([]Write, error) {
+	scratch := memory.NewScratch(enc)
 	defer scratch.Close()
 	ctx := context.Background() // the scratch store never blocks
 	base := start.UnixNano()
@@ -192,14 +194,21 @@ func diff(scratch *memory.Scratch, k string, before loaded, base int64) (Write, 
 // on an empty copy, touching nothing of the store, which has no
 // transaction to make.
 func Empty(fn func(tx backends.Backend) error) error {
-	_, err := Run(nil, nil, time.Now(), fn)
+	_, err := Run(nil, nil, nil, time.Now(), fn)
 	return err
 }
+
+// ErrCollection is ReadOnly's refusal of a key that holds a collection its
+// reader did not load whole (a reader of strings says only its type): the
+// run needs the store's own atomic run, which loads it.
+var ErrCollection = errors.New("snapshot: a key holds a collection the read did not load")
 
 // ReadOnly runs fn, which only reads, on keys as er reads them in one call:
 // a read-only transaction needs one moment of the store, not its locks (a
 // table's one statement; an L1 tier's hits checked against the fences,
 // its misses one statement). A write by fn is an error, and is not made.
+// A key that holds a collection the read did not load is ErrCollection,
+// before fn runs.
 func ReadOnly(ctx context.Context, er backends.ExpiryReader, keys []string, fn func(tx backends.Backend) error) error {
 	keys = Unique(keys)
 	start := time.Now() // before the read: a deadline in the copy is never later than the key's
@@ -212,10 +221,10 @@ func ReadOnly(ctx context.Context, er backends.ExpiryReader, keys []string, fn f
 	}
 	for _, e := range state {
 		if e.Type != backends.TypeNone && e.Coll == nil {
-			return ErrCollections
+			return ErrCollection
 		}
 	}
-	writes, err := Run(keys, state, start, fn)
+	writes, err := Run(nil, keys, state, start, fn)
 	if err != nil {
 		return err
 	}
@@ -224,8 +233,3 @@ func ReadOnly(ctx context.Context, er backends.ExpiryReader, keys []string, fn f
 	}
 	return nil
 }
-
-// ErrCollections: ReadOnly read a key that holds a collection, which a
-// read of many keys with their lifetimes does not read whole. fn did not
-// run: the caller runs it as an atomic run (backends.Atomic), which does.
-var ErrCollections = errors.New("snapshot: a read-only run over collections")

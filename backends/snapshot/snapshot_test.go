@@ -95,7 +95,7 @@ func TestRunWrites(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			got, err := Run([]string{"k"}, []backends.Expiring{tc.state}, start, tc.fn)
+			got, err := Run(nil, []string{"k"}, []backends.Expiring{tc.state}, start, tc.fn)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestRunWrites(t *testing.T) {
 func TestRunKeptDeadlineExact(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 1234567 * time.Microsecond
-	got, err := Run([]string{"k"}, []backends.Expiring{{Val: []byte("1"), TTL: ttl}}, time.Now(), func(tx backends.Backend) error {
+	got, err := Run(nil, []string{"k"}, []backends.Expiring{{Val: []byte("1"), TTL: ttl}}, time.Now(), func(tx backends.Backend) error {
 		_, err := backends.DoIncrBy(ctx, tx, "k", 1)
 		return err
 	})
@@ -135,7 +135,7 @@ func TestRunKeptDeadlineExact(t *testing.T) {
 func TestRunError(t *testing.T) {
 	ctx := context.Background()
 	boom := backends.Refusal("ERR boom")
-	got, err := Run([]string{"a", "b"}, []backends.Expiring{{}, {Val: []byte("v"), TTL: backends.TTLPersistent}}, time.Now(),
+	got, err := Run(nil, []string{"a", "b"}, []backends.Expiring{{}, {Val: []byte("v"), TTL: backends.TTLPersistent}}, time.Now(),
 		func(tx backends.Backend) error {
 			tx.Set(ctx, "a", []byte("x"), backends.SetOptions{})
 			tx.Del(ctx, []string{"b"})
@@ -175,7 +175,7 @@ func TestUndeclared(t *testing.T) {
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
 			var callErr error
-			writes, err := Run([]string{"a"}, []backends.Expiring{{Val: []byte("0"), TTL: backends.TTLPersistent}}, time.Now(),
+			writes, err := Run(nil, []string{"a"}, []backends.Expiring{{Val: []byte("0"), TTL: backends.TTLPersistent}}, time.Now(),
 				func(tx backends.Backend) error {
 					callErr = call(tx)
 					return nil // the store's caller decides; the scratch must be untouched
@@ -196,12 +196,52 @@ func BenchmarkRun(b *testing.B) {
 	ctx := context.Background()
 	state := []backends.Expiring{{Val: []byte("1"), TTL: backends.TTLPersistent}, {Val: []byte("2"), TTL: time.Hour}}
 	for b.Loop() {
-		_, err := Run([]string{"a", "b"}, state, time.Now(), func(tx backends.Backend) error {
+		_, err := Run(nil, []string{"a", "b"}, state, time.Now(), func(tx backends.Backend) error {
 			_, err := backends.DoIncrBy(ctx, tx, "a", 1)
 			return err
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// reader is an ExpiryReader of fixed entries, one per key asked.
+type reader map[string]backends.Expiring
+
+func (r reader) GetWithTTL(context.Context, string) ([]byte, time.Duration, bool, error) {
+	return nil, 0, false, errors.New("not used")
+}
+
+func (r reader) MGetWithTTL(_ context.Context, keys []string, dst []backends.Expiring) ([]backends.Expiring, error) {
+	for _, k := range keys {
+		dst = append(dst, r[k])
+	}
+	return dst, nil
+}
+
+// TestReadOnlyCollectionNotLoaded: a key its reader reports as a
+// collection without loading it is refused before fn runs (it was taken
+// for an empty string, and the run's diff then "wrote" it: EXEC of LRANGE
+// on a PostgreSQL route failed so); one loaded whole is read.
+func TestReadOnlyCollectionNotLoaded(t *testing.T) {
+	ctx := context.Background()
+	r := reader{
+		"s": {Val: []byte("v"), TTL: backends.TTLPersistent},
+		"l": {Type: backends.TypeList, TTL: backends.TTLPersistent},
+	}
+	ran := false
+	err := ReadOnly(ctx, r, []string{"s", "l"}, func(backends.Backend) error { ran = true; return nil })
+	if !errors.Is(err, ErrCollection) || ran {
+		t.Fatalf("ReadOnly over a collection not loaded: %v, fn ran %v; want ErrCollection before fn", err, ran)
+	}
+	if err := ReadOnly(ctx, r, []string{"s"}, func(tx backends.Backend) error {
+		v, ok, err := tx.Get(ctx, "s")
+		if err != nil || !ok || string(v) != "v" {
+			t.Errorf("Get s = %q %v %v", v, ok, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("ReadOnly of a string: %v", err)
 	}
 }

@@ -149,7 +149,7 @@ func (s *Store) atomicOnce(ctx context.Context, dc valkey.DedicatedClient, run *
 	run.state = state
 	var writes []snapshot.Write
 	if !torn {
-		writes, run.fnErr = snapshot.Run(run.keys, state, start, run.fn)
+		writes, run.fnErr = snapshot.Run(s.d.enc, run.keys, state, start, run.fn)
 	}
 	cmds := valkey.Commands{dc.B().Multi().Build()}
 	for _, w := range writes {

@@ -31,9 +31,10 @@ const checkTimeout = time.Second
 type Driver struct {
 	name      string
 	opts      Options
-	timeout   time.Duration    // command_timeout
-	deadlines *deadline.Shared // calls' command_timeout contexts
-	cache     *clientCache     // nil: client_cache off
+	timeout   time.Duration       // command_timeout
+	deadlines *deadline.Shared    // calls' command_timeout contexts
+	enc       *backends.Encodings // the server's encoding thresholds, for OBJECT ENCODING in runs
+	cache     *clientCache        // nil: client_cache off
 	log       *zap.Logger
 	stats     stats
 

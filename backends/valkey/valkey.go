@@ -34,5 +34,10 @@ func New(_ context.Context, name string, options map[string]any, env backends.En
 	if err := decode.Strict(options, &o); err != nil {
 		return nil, err
 	}
-	return NewDriver(name, o, env.Log)
+	d, err := NewDriver(name, o, env.Log)
+	if err != nil {
+		return nil, err
+	}
+	d.enc = env.Encodings
+	return d, nil
 }

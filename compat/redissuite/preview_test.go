@@ -30,10 +30,7 @@ func TestRedisSuitePreview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	units := Units17
-	if s := os.Getenv("PGCACHE_REDIS_SUITE_UNITS"); s != "" {
-		units = strings.Fields(s)
-	}
+	units, _ := envUnits(Units17)
 	output := outputFile(t)
 	res := &Result{Addr: "pgcache behind the set-up relay"}
 	start := time.Now()

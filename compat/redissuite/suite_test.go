@@ -47,7 +47,9 @@ const (
 // baseline instead: redis-server limited by ACL to the commands pgcache
 // has or issue 17 adds (baselineACL; with unit/tracking, issue 18's too).
 // PGCACHE_REDIS_SUITE_UNITS="unit/multi unit/scan" runs only those units
-// (then no minimum applies); unit/tracking is issue 18's.
+// (then no minimum applies; "units28" names issue 28's); unit/tracking is
+// issue 18's. PGCACHE_REDIS_SUITE_ROUTE=postgres runs pgcache on a
+// PostgreSQL route (startPgcacheOn).
 // PGCACHE_REDIS_SUITE_OUTPUT=FILE keeps runtest's raw output.
 func TestRedisSuite(t *testing.T) {
 	runSuite(t, Units17, minPassed, baselineMinPassed)
@@ -68,21 +70,34 @@ func runSuite(t *testing.T, units []string, min, baselineMin int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subset := false
-	if s := os.Getenv("PGCACHE_REDIS_SUITE_UNITS"); s != "" {
-		units, subset = strings.Fields(s), true
-	}
-	var addr, what string
+	units, subset := envUnits(units)
+	var addr, what, route string
 	switch target := os.Getenv("PGCACHE_REDIS_SUITE_TARGET"); target {
+	case "compare":
+		t.Skip("TestRedisSuiteCompare runs the comparison")
 	case "", "pgcache":
-		addr, what = startPgcache(t), "pgcache"
+		addr, what, route = startPgcache(t), "pgcache", os.Getenv("PGCACHE_REDIS_SUITE_ROUTE")
+		if route != "" {
+			what += " (" + route + " route)"
+		}
 	case "redis":
 		r := startBaseline(t, baselineFor(units))
 		addr, what, min = r.Addr(), "ACL-limited "+redisVersion(t, r), baselineMin
 	default:
 		t.Fatalf("PGCACHE_REDIS_SUITE_TARGET=%q: want pgcache or redis", target)
 	}
-	opts := Options{Dir: dir, Addr: addr, Units: units, Output: outputFile(t)}
+	res := runUnits(t, tclsh, what, routeOptions(route, Options{Dir: dir, Addr: addr, Units: units}))
+	if got := res.Count(Passed); !subset && got < min {
+		t.Errorf("%s passed %d of the suite's tests, want at least %d", what, got, min)
+	}
+}
+
+// runUnits runs opts's units against its server, logs the report (what
+// names the server) and fails the test for a unit that was killed or not
+// run.
+func runUnits(t *testing.T, tclsh, what string, opts Options) *Result {
+	t.Helper()
+	opts.Output = outputFile(t)
 	start := time.Now()
 	res, err := Run(budget(t), tclsh, opts)
 	if err != nil {
@@ -90,14 +105,28 @@ func runSuite(t *testing.T, units []string, min, baselineMin int) {
 	}
 	var report strings.Builder
 	res.WriteReport(&report, testing.Verbose())
-	t.Logf("%s, suite %s, %v:\n%s", what, dir, time.Since(start).Round(time.Second), report.String())
+	t.Logf("%s, suite %s, %v:\n%s", what, opts.Dir, time.Since(start).Round(time.Second), report.String())
 	for _, u := range res.Units {
 		if strings.HasPrefix(u.Aborted, "killed") || strings.HasPrefix(u.Aborted, "not run") {
 			t.Errorf("%s: %s", u.Unit, u.Aborted)
 		}
 	}
-	if got := res.Count(Passed); !subset && got < min {
-		t.Errorf("%s passed %d of the suite's tests, want at least %d", what, got, min)
+	return res
+}
+
+// envUnits are the units PGCACHE_REDIS_SUITE_UNITS names, and true; or
+// def and false when it is unset. "units17" and "units28" name Units17 and
+// Units28.
+func envUnits(def []string) ([]string, bool) {
+	switch s := os.Getenv("PGCACHE_REDIS_SUITE_UNITS"); s {
+	case "":
+		return def, false
+	case "units17":
+		return Units17, true
+	case "units28":
+		return Units28, true
+	default:
+		return strings.Fields(s), true
 	}
 }
 
@@ -129,13 +158,45 @@ func budget(t *testing.T) context.Context {
 	return ctx
 }
 
-// startPgcache runs pgcache with the embedded default config on free
-// loopback ports until the test ends, and returns its RESP address. It is a
-// child process built without the race detector: Redis's suite sends
-// thousands of commands and scripts, which under -race took minutes.
+// startPgcache runs pgcache on the route PGCACHE_REDIS_SUITE_ROUTE names
+// (startPgcacheOn), by default the memory route.
 func startPgcache(t *testing.T) string {
 	t.Helper()
-	return pgcachetest.StartProcess(t, pgcachetest.Config{Env: []string{"PGCACHE_LOG__LEVEL=warn"}}).RESP
+	return startPgcacheOn(t, os.Getenv("PGCACHE_REDIS_SUITE_ROUTE"))
+}
+
+// startPgcacheOn runs pgcache on free loopback ports until the test ends,
+// and returns its RESP address. route is "memory" (or ""): the embedded
+// default config, one memory route; or "postgres": one catch-all route on
+// an unlogged kv table of a PostgreSQL started for the test, with an L1,
+// and Pub/Sub carried by the same PostgreSQL (postgresRouteConfig). It is
+// a child process built without the race detector: Redis's suite sends
+// thousands of commands and scripts, which under -race took minutes.
+func startPgcacheOn(t *testing.T, route string) string {
+	t.Helper()
+	cfg := pgcachetest.Config{Env: []string{"PGCACHE_LOG__LEVEL=warn"}}
+	switch route {
+	case "", "memory":
+	case "postgres":
+		cfg.YAML = postgresRouteConfig(testenv.Postgres(t).DSN())
+	default:
+		t.Fatalf("PGCACHE_REDIS_SUITE_ROUTE=%q: want memory or postgres", route)
+	}
+	return pgcachetest.StartProcess(t, cfg).RESP
+}
+
+// postgresRouteConfig is pgcache with every key on a PostgreSQL kv table
+// (unlogged: the suite measures semantics, not durability) behind an L1,
+// and PUBLISH carried through the same PostgreSQL, as a deployment with
+// only PostgreSQL has it.
+func postgresRouteConfig(dsn string) string {
+	return fmt.Sprintf(`
+backends:
+  pg: {type: postgres, dsn: %q, max_conns: 16}
+routes:
+  - {name: kv, prefix: "", backend: pg, table: suite_kv, durability: unlogged, l1: {max_bytes: 64MiB}}
+pubsub: {backend: pg}
+`, dsn)
 }
 
 // baselineACL is what issue 17's baseline redis-server may run: the
@@ -161,9 +222,38 @@ var baselineACL = strings.Fields(`
 var trackingACL = strings.Fields(`
 	client|tracking client|caching client|getredir client|trackinginfo subscribe unsubscribe`)
 
-// baselineFor is the ACL of a baseline run of units: issue 18's when
-// they include unit/tracking, else issue 17's.
+// collectionsACL is what issue 28 adds: hashes, sets, sorted sets, lists,
+// the blocking commands, pub/sub, OBJECT and MEMORY USAGE (which
+// unit/type/hash calls before its tests), and SETBIT/GETBIT, which
+// pgcache had already. With baselineACL and trackingACL it is issue 28's
+// baseline: redis-server limited to pgcache's command set.
+// TestCollectionsACLIsPgcaches checks that pgcache's COMMAND lists each.
+var collectionsACL = strings.Fields(`
+	setbit getbit
+	hset hsetnx hget hmget hmset hdel hexists hlen hstrlen hkeys hvals hgetall hincrby
+	hincrbyfloat hrandfield hscan
+	sadd srem smembers sismember smismember scard spop srandmember smove sinter sintercard
+	sinterstore sunion sunionstore sdiff sdiffstore sscan
+	zadd zincrby zrem zcard zcount zlexcount zscore zmscore zrank zrevrank zrange zrangestore
+	zrangebyscore zrevrangebyscore zrangebylex zrevrangebylex zrevrange zremrangebyscore
+	zremrangebyrank zremrangebylex zpopmin zpopmax zmpop zrandmember zunion zunionstore zinter
+	zinterstore zintercard zdiff zdiffstore zscan
+	lpush rpush lpushx rpushx lpop rpop llen lrange lindex lset linsert lrem ltrim lpos lmove
+	rpoplpush lmpop
+	blpop brpop blmove brpoplpush blmpop bzpopmin bzpopmax bzmpop client|unblock
+	subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe spublish
+	pubsub|channels pubsub|numsub pubsub|numpat pubsub|shardchannels pubsub|shardnumsub pubsub|help
+	object|encoding object|freq object|idletime object|refcount object|help memory|usage memory|help`)
+
+// baselineFor is the ACL of a baseline run of units: issue 28's when they
+// include one of Units28, issue 18's when they include unit/tracking, else
+// issue 17's.
 func baselineFor(units []string) []string {
+	for _, u := range units {
+		if slices.Contains(Units28, u) {
+			return slices.Concat(baselineACL, trackingACL, collectionsACL)
+		}
+	}
 	for _, u := range units {
 		if u == "unit/tracking" {
 			return append(slices.Clone(baselineACL), trackingACL...)
