@@ -437,9 +437,9 @@ func membersOf(v backends.Value, width int) map[string]bool {
 			m[name] = true
 		case v.Type() == backends.TypeZSet:
 			for _, proto := range []int{2, 3} {
-				w := &respWriter{proto: proto}
+				w := &coll.RESPBuffer{Proto: proto}
 				w.Double(it.Score)
-				n, _ := parseReply(w.buf.Bytes())
+				n, _ := parseReply(w.Bytes())
 				m[name+"\x00"+n.leaves()[0]] = true
 			}
 		default:

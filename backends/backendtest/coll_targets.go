@@ -53,13 +53,13 @@ func render(proto int, op coll.Command, err error) []byte {
 	if err != nil {
 		return errorReply(err)
 	}
-	w := &respWriter{proto: proto}
+	w := &coll.RESPBuffer{Proto: proto}
 	if bl, blocking := op.(coll.Blocker); blocking && !bl.Ready() && op.Request().Reply.Kind == backends.ReplyNone {
 		bl.TimedOut(w)
 	} else {
 		coll.Answer(w, op)
 	}
-	return w.buf.Bytes()
+	return w.Bytes()
 }
 
 // storeTarget runs requests on a Backend: collection commands through Do,
@@ -72,7 +72,7 @@ type storeTarget struct {
 
 func (s *storeTarget) do(t *testing.T, proto int, args [][]byte) []byte {
 	t.Helper()
-	w := &respWriter{proto: proto}
+	w := &coll.RESPBuffer{Proto: proto}
 	c := ctx(t)
 	switch strings.ToLower(string(args[0])) {
 	case "set":
@@ -80,7 +80,7 @@ func (s *storeTarget) do(t *testing.T, proto int, args [][]byte) []byte {
 			return errorReply(err)
 		}
 		w.Status("OK")
-		return w.buf.Bytes()
+		return w.Bytes()
 	case "get":
 		v, ok, err := s.b.Get(c, string(args[1]))
 		switch {
@@ -91,7 +91,7 @@ func (s *storeTarget) do(t *testing.T, proto int, args [][]byte) []byte {
 		default:
 			w.Null()
 		}
-		return w.buf.Bytes()
+		return w.Bytes()
 	case "copy", "rename":
 		o := backends.CopyOptions{Replace: len(args) > 3 && strings.EqualFold(string(args[3]), "replace")}
 		rename := strings.EqualFold(string(args[0]), "rename")
@@ -103,7 +103,7 @@ func (s *storeTarget) do(t *testing.T, proto int, args [][]byte) []byte {
 			return errorReply(err)
 		}
 		copyReply(w, rename, r)
-		return w.buf.Bytes()
+		return w.Bytes()
 	case "del", "exists":
 		keys := keysOf(args, seq(1, len(args)))
 		var n int64
@@ -117,7 +117,7 @@ func (s *storeTarget) do(t *testing.T, proto int, args [][]byte) []byte {
 			return errorReply(err)
 		}
 		w.Int(n)
-		return w.buf.Bytes()
+		return w.Bytes()
 	}
 	op := parse(t, args)
 	req := op.Request()
@@ -130,7 +130,7 @@ func (s *storeTarget) do(t *testing.T, proto int, args [][]byte) []byte {
 }
 
 // copyReply answers COPY (r: what Copy did) or RENAME as Redis does.
-func copyReply(w *respWriter, rename bool, r backends.CopyResult) {
+func copyReply(w *coll.RESPBuffer, rename bool, r backends.CopyResult) {
 	switch {
 	case !rename && r == backends.Copied:
 		w.Int(1)
@@ -167,14 +167,14 @@ func newRefDB() *refDB { return &refDB{vals: map[string]backends.Value{}, strs: 
 
 func (d *refDB) do(t *testing.T, proto int, args [][]byte) []byte {
 	t.Helper()
-	w := &respWriter{proto: proto}
+	w := &coll.RESPBuffer{Proto: proto}
 	switch strings.ToLower(string(args[0])) {
 	case "set":
 		k := string(args[1])
 		delete(d.vals, k)
 		d.strs[k] = bytes.Clone(args[2])
 		w.Status("OK")
-		return w.buf.Bytes()
+		return w.Bytes()
 	case "get":
 		k := string(args[1])
 		switch v, ok := d.strs[k]; {
@@ -185,7 +185,7 @@ func (d *refDB) do(t *testing.T, proto int, args [][]byte) []byte {
 		default:
 			w.Null()
 		}
-		return w.buf.Bytes()
+		return w.Bytes()
 	case "copy", "rename":
 		rename := strings.EqualFold(string(args[0]), "rename")
 		src, dst := string(args[1]), string(args[2])
@@ -210,7 +210,7 @@ func (d *refDB) do(t *testing.T, proto int, args [][]byte) []byte {
 			delete(d.vals, src)
 		}
 		copyReply(w, rename, r)
-		return w.buf.Bytes()
+		return w.Bytes()
 	case "del", "exists":
 		del := strings.EqualFold(string(args[0]), "del")
 		n := 0
@@ -226,7 +226,7 @@ func (d *refDB) do(t *testing.T, proto int, args [][]byte) []byte {
 			}
 		}
 		w.Int(int64(n))
-		return w.buf.Bytes()
+		return w.Bytes()
 	}
 	op := parse(t, args)
 	return render(proto, op, d.run(op))

@@ -6,90 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/backends/coll"
 )
 
 // Replies rendered in RESP, as the RESP front writes them: a collection
 // command's reply is compared as the bytes a client would read.
-
-// respWriter is a coll.Writer that writes RESP2 or RESP3.
-type respWriter struct {
-	proto int
-	buf   bytes.Buffer
-}
-
-func (w *respWriter) RESP3() bool     { return w.proto == 3 }
-func (w *respWriter) Int(n int64)     { fmt.Fprintf(&w.buf, ":%d\r\n", n) }
-func (w *respWriter) Bulk(b []byte)   { fmt.Fprintf(&w.buf, "$%d\r\n%s\r\n", len(b), b) }
-func (w *respWriter) Status(s string) { fmt.Fprintf(&w.buf, "+%s\r\n", s) }
-func (w *respWriter) Error(s string)  { fmt.Fprintf(&w.buf, "-%s\r\n", s) }
-
-func (w *respWriter) Null() {
-	if w.proto == 3 {
-		w.buf.WriteString("_\r\n")
-		return
-	}
-	w.buf.WriteString("$-1\r\n")
-}
-
-func (w *respWriter) NullArray() {
-	if w.proto == 3 {
-		w.buf.WriteString("_\r\n")
-		return
-	}
-	w.buf.WriteString("*-1\r\n")
-}
-
-func (w *respWriter) Array(n int) { fmt.Fprintf(&w.buf, "*%d\r\n", n) }
-
-func (w *respWriter) Map(n int) {
-	if w.proto == 3 {
-		fmt.Fprintf(&w.buf, "%%%d\r\n", n)
-		return
-	}
-	fmt.Fprintf(&w.buf, "*%d\r\n", 2*n)
-}
-
-func (w *respWriter) Set(n int) {
-	if w.proto == 3 {
-		fmt.Fprintf(&w.buf, "~%d\r\n", n)
-		return
-	}
-	fmt.Fprintf(&w.buf, "*%d\r\n", n)
-}
-
-// Double is a score as Redis 7.0 writes one: RESP3's double of %.17g,
-// RESP2's bulk (FormatScore).
-func (w *respWriter) Double(f float64) {
-	if w.proto == 3 {
-		switch {
-		case math.IsInf(f, 1):
-			w.buf.WriteString(",inf\r\n")
-		case math.IsInf(f, -1):
-			w.buf.WriteString(",-inf\r\n")
-		default:
-			fmt.Fprintf(&w.buf, ",%s\r\n", strconv.FormatFloat(f, 'g', 17, 64))
-		}
-		return
-	}
-	w.Bulk([]byte(coll.FormatScore(f)))
-}
-
-func (w *respWriter) Bool(b bool) {
-	switch {
-	case w.proto != 3:
-		w.Int(map[bool]int64{false: 0, true: 1}[b])
-	case b:
-		w.buf.WriteString("#t\r\n")
-	default:
-		w.buf.WriteString("#f\r\n")
-	}
-}
 
 // errorReply is err as the RESP front answers it: a Refusal and
 // ErrWrongType in Redis's words; any other error is the store's failure,

@@ -87,14 +87,14 @@ func newDB() *db { return &db{vals: map[string]backends.Value{}, strs: map[strin
 // do runs one request through the Ops and returns its reply as RESP bytes.
 // SET, GET and DEL are served by db itself, so scripts can make strings.
 func (d *db) do(proto int, args [][]byte) []byte {
-	w := &respWriter{proto: proto}
+	w := &RESPBuffer{Proto: proto}
 	name := strings.ToLower(string(args[0]))
 	switch name {
 	case "set":
 		delete(d.vals, string(args[1]))
 		d.strs[string(args[1])] = args[2]
 		w.Status("OK")
-		return w.buf.Bytes()
+		return w.Bytes()
 	case "del":
 		n := 0
 		for _, k := range args[1:] {
@@ -107,7 +107,7 @@ func (d *db) do(proto int, args [][]byte) []byte {
 			delete(d.vals, string(k))
 		}
 		w.Int(int64(n))
-		return w.buf.Bytes()
+		return w.Bytes()
 	}
 	p, ok := parsers[name]
 	if !ok {
@@ -144,7 +144,7 @@ func (d *db) do(proto int, args [][]byte) []byte {
 		}
 	}
 	op.Reply(w)
-	return w.buf.Bytes()
+	return w.Bytes()
 }
 
 func errorReply(err error) []byte {
@@ -156,56 +156,6 @@ func errorReply(err error) []byte {
 		return []byte("-" + err.Error() + "\r\n")
 	}
 	return []byte("-ERR test: " + err.Error() + "\r\n")
-}
-
-// respWriter writes replies as the RESP front does.
-type respWriter struct {
-	proto int
-	buf   bytes.Buffer
-}
-
-func (w *respWriter) RESP3() bool     { return w.proto == 3 }
-func (w *respWriter) Int(n int64)     { fmt.Fprintf(&w.buf, ":%d\r\n", n) }
-func (w *respWriter) Bulk(b []byte)   { fmt.Fprintf(&w.buf, "$%d\r\n%s\r\n", len(b), b) }
-func (w *respWriter) Status(s string) { fmt.Fprintf(&w.buf, "+%s\r\n", s) }
-func (w *respWriter) Null() {
-	if w.proto == 3 {
-		w.buf.WriteString("_\r\n")
-		return
-	}
-	w.buf.WriteString("$-1\r\n")
-}
-func (w *respWriter) NullArray() {
-	if w.proto == 3 {
-		w.buf.WriteString("_\r\n")
-		return
-	}
-	w.buf.WriteString("*-1\r\n")
-}
-func (w *respWriter) Array(n int) { fmt.Fprintf(&w.buf, "*%d\r\n", n) }
-func (w *respWriter) Map(n int) {
-	if w.proto == 3 {
-		fmt.Fprintf(&w.buf, "%%%d\r\n", n)
-		return
-	}
-	fmt.Fprintf(&w.buf, "*%d\r\n", 2*n)
-}
-func (w *respWriter) Set(n int) {
-	if w.proto == 3 {
-		fmt.Fprintf(&w.buf, "~%d\r\n", n)
-		return
-	}
-	fmt.Fprintf(&w.buf, "*%d\r\n", n)
-}
-
-// Double formats as Redis 7.0's addReplyDouble: %.17g, inf and -inf.
-func (w *respWriter) Double(f float64) {
-	s := FormatScore(f)
-	if w.proto == 3 {
-		fmt.Fprintf(&w.buf, ",%s\r\n", s)
-		return
-	}
-	w.Bulk([]byte(s))
 }
 
 // redisConn is a raw connection to the real server.

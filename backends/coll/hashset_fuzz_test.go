@@ -70,7 +70,7 @@ func FuzzHashSetCommands(f *testing.F) {
 		if err := op.Run(s); err != nil {
 			return
 		}
-		op.Reply(&respWriter{proto: 3})
+		op.Reply(&RESPBuffer{Proto: 3})
 		for i := range s.Len() {
 			switch v, _ := s.Value(i); v := v.(type) {
 			case *Hash:

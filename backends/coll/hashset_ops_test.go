@@ -54,7 +54,7 @@ func TestReadOnlyOpsKeepTheirResult(t *testing.T) {
 			if err := op.Run(sl); err != nil {
 				t.Fatalf("%s: %v", line, err)
 			}
-			w1 := &respWriter{proto: 3}
+			w1 := &RESPBuffer{Proto: 3}
 			op.Reply(w1)
 			for k, v := range before {
 				if !sameValue(v, d.vals[k]) {
@@ -73,10 +73,10 @@ func TestReadOnlyOpsKeepTheirResult(t *testing.T) {
 					v.Add("new")
 				}
 			}
-			w2 := &respWriter{proto: 3}
+			w2 := &RESPBuffer{Proto: 3}
 			op.Reply(w2)
-			if !strings.Contains(line, "RAND") && !bytes.Equal(w1.buf.Bytes(), w2.buf.Bytes()) {
-				t.Fatalf("%s: the reply changed with the value:\n%q\n%q", line, short(w1.buf.String()), short(w2.buf.String()))
+			if !strings.Contains(line, "RAND") && !bytes.Equal(w1.Bytes(), w2.Bytes()) {
+				t.Fatalf("%s: the reply changed with the value:\n%q\n%q", line, short(w1.String()), short(w2.String()))
 			}
 			for k, v := range before {
 				d.vals[k] = v // undo
@@ -139,13 +139,13 @@ func TestRunTwice(t *testing.T) {
 				_, str := twice.strs[k]
 				sl.Load(sl.Slot(i), v, str)
 			}
-			w := &respWriter{proto: 3}
+			w := &RESPBuffer{Proto: 3}
 			if err := op.Run(sl); err != nil {
-				w.buf.Write(errorReply(err))
+				w.Write(errorReply(err))
 			} else {
 				op.Reply(w)
 			}
-			got = w.buf.Bytes()
+			got = w.Bytes()
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("%s run twice:\n got %q\nwant %q", line, got, want)
@@ -179,7 +179,7 @@ func TestReadOnlyOpsSideBySide(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				op.Reply(&respWriter{proto: 2})
+				op.Reply(&RESPBuffer{Proto: 2})
 			}
 		}()
 	}

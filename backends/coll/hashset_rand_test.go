@@ -220,7 +220,7 @@ func TestHRandFieldUniform(t *testing.T) {
 // countingWriter counts what is written, and gives up (panics) past a
 // bound: enough to read how a huge reply starts.
 type countingWriter struct {
-	respWriter
+	RESPBuffer
 	arrays []int
 	bulks  int
 	limit  int

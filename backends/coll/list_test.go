@@ -689,9 +689,9 @@ func TestListWoken(t *testing.T) {
 			if err := d.run(b, args); err != nil {
 				got = errorReply(err)
 			} else {
-				w := &respWriter{proto: proto}
+				w := &RESPBuffer{Proto: proto}
 				b.Reply(w)
-				got = w.buf.Bytes()
+				got = w.Bytes()
 			}
 			if !bytes.Equal(got, want.Bytes()) {
 				t.Fatalf("RESP%d %s after %q:\n got %q\nwant %q", proto, tc.block, tc.while, got, want.Bytes())

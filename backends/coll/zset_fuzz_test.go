@@ -58,8 +58,8 @@ func FuzzZSetCommands(f *testing.F) {
 		if op.Run(s) != nil {
 			return
 		}
-		op.Reply(&respWriter{proto: 2})
-		op.Reply(&respWriter{proto: 3})
+		op.Reply(&RESPBuffer{Proto: 2})
+		op.Reply(&RESPBuffer{Proto: 3})
 		for i := range s.Len() {
 			if z, _ := s.Value(i); z != nil {
 				if z, ok := z.(*ZSet); ok {

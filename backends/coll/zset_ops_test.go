@@ -134,13 +134,13 @@ func TestBlockers(t *testing.T) {
 			t.Fatalf("%s on no keys: %v, ready %v", tc.line, err, b.Ready())
 		}
 		for _, proto := range []int{2, 3} {
-			w := &respWriter{proto: proto}
+			w := &RESPBuffer{Proto: proto}
 			b.TimedOut(w)
-			w2 := &respWriter{proto: proto}
+			w2 := &RESPBuffer{Proto: proto}
 			b.Reply(w2)
 			want := map[int]string{2: "*-1\r\n", 3: "_\r\n"}[proto]
-			if w.buf.String() != want || w2.buf.String() != want {
-				t.Errorf("%s RESP%d: timed out %q, unready reply %q, want %q", tc.line, proto, w.buf.String(), w2.buf.String(), want)
+			if w.String() != want || w2.String() != want {
+				t.Errorf("%s RESP%d: timed out %q, unready reply %q, want %q", tc.line, proto, w.String(), w2.String(), want)
 			}
 		}
 		z := NewZSet()
@@ -150,10 +150,10 @@ func TestBlockers(t *testing.T) {
 		if err := b.Run(s); err != nil || !b.Ready() {
 			t.Fatalf("%s: %v, ready %v", tc.line, err, b.Ready())
 		}
-		w := &respWriter{proto: 2}
+		w := &RESPBuffer{Proto: 2}
 		b.Reply(w)
-		if w.buf.String() != tc.reply {
-			t.Errorf("%s: reply %q, want %q", tc.line, w.buf.String(), tc.reply)
+		if w.String() != tc.reply {
+			t.Errorf("%s: reply %q, want %q", tc.line, w.String(), tc.reply)
 		}
 	}
 }
@@ -248,9 +248,9 @@ func TestZSetRunTwice(t *testing.T) {
 			if err := op.Run(s); err != nil {
 				t.Fatal(err)
 			}
-			w := &respWriter{proto: 3}
+			w := &RESPBuffer{Proto: 3}
 			op.Reply(w)
-			replies[i] = w.buf.String()
+			replies[i] = w.String()
 		}
 		if replies[0] != replies[1] {
 			t.Errorf("%s: first run %q, second %q", line, replies[0], replies[1])

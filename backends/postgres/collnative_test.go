@@ -149,13 +149,13 @@ func (w *twin) reply(b backends.Backend, line string, native bool) [2][]byte {
 	}
 	var out [2][]byte
 	for p := range out {
-		rw := &respWriter{proto: p + 2}
+		rw := &coll.RESPBuffer{Proto: p + 2}
 		var r backends.Refusal
 		switch {
 		case errors.As(err, &r):
-			rw.buf.WriteString("-" + string(r) + "\r\n")
+			rw.WriteString("-" + string(r) + "\r\n")
 		case errors.Is(err, backends.ErrWrongType):
-			rw.buf.WriteString("-" + backends.ErrWrongType.Error() + "\r\n")
+			rw.WriteString("-" + backends.ErrWrongType.Error() + "\r\n")
 		case err != nil:
 			w.t.Fatalf("%s: %v", line, err)
 		case op == nil:
@@ -163,7 +163,7 @@ func (w *twin) reply(b backends.Backend, line string, native bool) [2][]byte {
 		default:
 			op.Reply(rw)
 		}
-		out[p] = rw.buf.Bytes()
+		out[p] = rw.Bytes()
 	}
 	return out
 }
@@ -190,53 +190,6 @@ func splitArgs(line string) [][]byte {
 		line = rest
 	}
 	return args
-}
-
-// respWriter renders replies as the RESP front writes them.
-type respWriter struct {
-	proto int
-	buf   bytes.Buffer
-}
-
-func (w *respWriter) RESP3() bool     { return w.proto == 3 }
-func (w *respWriter) Int(n int64)     { fmt.Fprintf(&w.buf, ":%d\r\n", n) }
-func (w *respWriter) Bulk(b []byte)   { fmt.Fprintf(&w.buf, "$%d\r\n%s\r\n", len(b), b) }
-func (w *respWriter) Status(s string) { fmt.Fprintf(&w.buf, "+%s\r\n", s) }
-func (w *respWriter) Null() {
-	if w.proto == 3 {
-		w.buf.WriteString("_\r\n")
-		return
-	}
-	w.buf.WriteString("$-1\r\n")
-}
-func (w *respWriter) NullArray() {
-	if w.proto == 3 {
-		w.buf.WriteString("_\r\n")
-		return
-	}
-	w.buf.WriteString("*-1\r\n")
-}
-func (w *respWriter) Array(n int) { fmt.Fprintf(&w.buf, "*%d\r\n", n) }
-func (w *respWriter) Map(n int) {
-	if w.proto == 3 {
-		fmt.Fprintf(&w.buf, "%%%d\r\n", n)
-		return
-	}
-	fmt.Fprintf(&w.buf, "*%d\r\n", 2*n)
-}
-func (w *respWriter) Set(n int) {
-	if w.proto == 3 {
-		fmt.Fprintf(&w.buf, "~%d\r\n", n)
-		return
-	}
-	fmt.Fprintf(&w.buf, "*%d\r\n", n)
-}
-func (w *respWriter) Double(f float64) {
-	if w.proto == 3 {
-		fmt.Fprintf(&w.buf, ",%s\r\n", coll.FormatScore(f))
-		return
-	}
-	w.Bulk([]byte(coll.FormatScore(f)))
 }
 
 // eachDurability runs script-based test fn on a twin of each durability.
