@@ -48,19 +48,7 @@ func cmdMemoryUsage(c *conn, args [][]byte) {
 	case sized.Type == backends.TypeNone:
 		c.writeNull()
 	case sized.Type == backends.TypeString:
-		r, k := c.key(args[2])
-		if r == nil {
-			return
-		}
-		v, ok, err := r.Backend.Get(c.ctx, k)
-		switch {
-		case err != nil:
-			c.backendErr(r, err)
-		case !ok:
-			c.writeNull()
-		default:
-			c.writeInt(int64(len(v)) + keyBytes)
-		}
+		c.withString(args[2], func(v []byte) { c.writeInt(int64(len(v)) + keyBytes) })
 	default:
 		c.writeInt(sized.Bytes + keyBytes)
 	}

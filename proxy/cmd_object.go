@@ -26,19 +26,7 @@ func cmdObjectEncoding(c *conn, args [][]byte) {
 	case backends.TypeNone:
 		c.writeNull()
 	case backends.TypeString:
-		r, k := c.key(args[2])
-		if r == nil {
-			return
-		}
-		v, ok, err := r.Backend.Get(c.ctx, k)
-		switch {
-		case err != nil:
-			c.backendErr(r, err)
-		case !ok:
-			c.writeNull()
-		default:
-			c.writeBulkString(coll.StringEncoding(v))
-		}
+		c.withString(args[2], func(v []byte) { c.writeBulkString(coll.StringEncoding(v)) })
 	default:
 		c.writeOp(op)
 	}

@@ -21,6 +21,25 @@ func cmdGet(c *conn, args [][]byte) {
 	c.writeValue(r, v, ok, err)
 }
 
+// withString answers a command about the string at key (OBJECT
+// ENCODING, MEMORY USAGE): fn with its value, the null reply when it is
+// absent, or the store's error.
+func (c *conn) withString(key []byte, fn func(v []byte)) {
+	r, k := c.key(key)
+	if r == nil {
+		return
+	}
+	v, ok, err := r.Backend.Get(c.ctx, k)
+	switch {
+	case err != nil:
+		c.backendErr(r, err)
+	case !ok:
+		c.writeNull()
+	default:
+		fn(v)
+	}
+}
+
 // writeValue answers a read of one value.
 func (c *conn) writeValue(r *route.Route, v []byte, ok bool, err error) {
 	switch {
