@@ -580,6 +580,24 @@ func TestConfigEncodingLimits(t *testing.T) {
 	}
 }
 
+// TestEncodingLimitsPerServer: the encoding thresholds are one server's,
+// as busy-reply-threshold is: another server in the process keeps its own.
+func TestEncodingLimitsPerServer(t *testing.T) {
+	a, b := dial(t, startServer(t, Config{}).addr), dial(t, startServer(t, Config{}).addr)
+	if got := a.do("CONFIG", "SET", "set-max-intset-entries", "1"); got != "+OK\r\n" {
+		t.Fatalf("CONFIG SET set-max-intset-entries 1 = %q", got)
+	}
+	for _, c := range []*rawClient{a, b} {
+		c.do("SADD", "s", "1", "2")
+	}
+	if got := a.do("OBJECT", "ENCODING", "s"); got != "$9\r\nhashtable\r\n" {
+		t.Errorf("OBJECT ENCODING on the server set to 1 = %q", got)
+	}
+	if got := b.do("OBJECT", "ENCODING", "s"); got != "$6\r\nintset\r\n" {
+		t.Errorf("OBJECT ENCODING on the other server = %q", got)
+	}
+}
+
 // TestTimeAndLastSave: TIME is now, LASTSAVE the start.
 func TestTimeAndLastSave(t *testing.T) {
 	ts := startServer(t, Config{})
