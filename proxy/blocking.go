@@ -78,15 +78,11 @@ func newWaiters(feed *changes.Feed) *waiters {
 // wait registers client's wait on keys, behind every wait registered
 // before; the caller arms it before each run of the command, waits on
 // what arm returned, and calls ran after each run and done at the end.
-// behind reports a turn going on for one of keys: the clients blocked
-// before are being served, and the caller waits for its turn before it
-// runs, as Redis serves them before any other command.
-func (w *waiters) wait(client int64, keys []string) (wt *waiter, behind bool) {
-	wt = &waiter{client: client, keys: keys, wake: make(chan struct{})}
+func (w *waiters) wait(client int64, keys []string) *waiter {
+	wt := &waiter{client: client, keys: keys, wake: make(chan struct{})}
 	w.mu.Lock()
 	w.tickets++
 	wt.ticket = w.tickets
-	behind = w.servingLocked(keys)
 	for _, k := range keys {
 		set := w.by[k]
 		if set == nil {
@@ -97,26 +93,7 @@ func (w *waiters) wait(client int64, keys []string) (wt *waiter, behind bool) {
 	}
 	w.mu.Unlock()
 	w.feed.WantWrites(1)
-	return wt, behind
-}
-
-// serving reports whether clients blocked on one of keys are being served
-// (a turn is going on): a blocking command on them goes behind those
-// clients, not before (Redis serves them right after the write that woke
-// them, before any other command).
-func (w *waiters) serving(keys []string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.servingLocked(keys)
-}
-
-func (w *waiters) servingLocked(keys []string) bool {
-	for _, k := range keys {
-		if w.turn[k] != nil {
-			return true
-		}
-	}
-	return false
+	return wt
 }
 
 // arm readies wt for the next change of its keys, and returns what that
@@ -247,22 +224,15 @@ func (c *conn) blocks(op coll.Command) bool {
 	return ok && !b.Ready() && c.held == nil && op.Request().Reply.Kind == backends.ReplyNone
 }
 
-// blockKeys are the keys of blocking command op, copied: the request's
-// bytes are the read buffer's, reused once the command returns.
-func blockKeys(args [][]byte, op coll.Command) []string {
-	at := op.Request().KeyAt
-	keys := make([]string, len(at))
-	for i, j := range at {
-		keys[i] = string(args[j])
-	}
-	return keys
-}
-
-// block waits until op, which found nothing or is behind clients blocked
-// before it, finds something, its timeout passes, or the client goes;
-// then answers.
-func (c *conn) block(args [][]byte, op coll.Command, keys []string) {
+// block waits until op, which found nothing, finds something, its timeout
+// passes, or the client goes; then answers.
+func (c *conn) block(args [][]byte, op coll.Command) {
 	b := op.(coll.Blocker)
+	req := op.Request()
+	keys := make([]string, len(req.KeyAt))
+	for i, at := range req.KeyAt {
+		keys[i] = string(args[at]) // the request's bytes are the read buffer's, reused once this returns
+	}
 	r, _ := c.t.ForKey(keys[0])
 	poll := r != nil && !notifies(r)
 	var timeout <-chan time.Time
@@ -282,30 +252,23 @@ func (c *conn) block(args [][]byte, op coll.Command, keys []string) {
 			c.s.waiters.blocked.Add(-1)
 		}
 	}()
-	wt, behind := c.s.waiters.wait(c.id, keys)
+	wt := c.s.waiters.wait(c.id, keys)
 	defer c.s.waiters.done(wt)
 	for {
-		// Behind others, it waits for its first turn without running: its
-		// wake is the one wait made, which a turn closes (arm would make
-		// another, losing a turn given meanwhile, which then never passes).
-		var wake <-chan struct{} = wt.wake
-		if !behind {
-			wake = c.s.waiters.arm(wt)
-			if w, ok := op.(coll.Waker); ok {
-				w.Wake()
-			}
-			ok := c.doOne(args, op)
-			c.s.waiters.ran(wt)
-			if !ok {
-				return
-			}
-			if !c.blocks(op) {
-				c.collEvents(args, op)
-				c.writeOp(op)
-				return
-			}
+		wake := c.s.waiters.arm(wt)
+		if w, ok := op.(coll.Waker); ok {
+			w.Wake()
 		}
-		behind = false
+		ok := c.doOne(args, op)
+		c.s.waiters.ran(wt)
+		if !ok {
+			return
+		}
+		if !c.blocks(op) {
+			c.collEvents(args, op)
+			c.writeOp(op)
+			return
+		}
 		if !counted {
 			counted = true
 			c.s.waiters.blocked.Add(1)

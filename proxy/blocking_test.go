@@ -3,9 +3,6 @@ package proxy
 import (
 	"strings"
 	"testing"
-
-	"github.com/pgcache/pgcache/changes"
-	"github.com/pgcache/pgcache/route"
 )
 
 // blockedClients is INFO's blocked_clients line, as c reads it.
@@ -133,47 +130,5 @@ func TestCopyIsAWrite(t *testing.T) {
 	a.do("PING")
 	if got := a.do("EXEC"); got != "*-1\r\n" {
 		t.Errorf("EXEC after a COPY onto a watched key: %q, want a null array", got)
-	}
-}
-
-// TestWaitBehindAServedTurn: a blocking command that comes while the
-// clients blocked on its key are being served waits for its turn after
-// them, where it ran at once and could take the element of a client
-// served before it, which then waited forever (unit/type/list's
-// "BRPOPLPUSH with multiple blocked clients" on a PostgreSQL route).
-func TestWaitBehindAServedTurn(t *testing.T) {
-	tbl, err := route.NewTable(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWaiters(changes.New(route.NewRouter(tbl)))
-	first, behind := w.wait(1, []string{"q"})
-	if behind {
-		t.Fatal("the first waiter is behind no one")
-	}
-	woken := w.arm(first)
-	w.mu.Lock()
-	w.changedLocked("q", 0) // a push: the turn is the first waiter's
-	w.mu.Unlock()
-	<-woken
-	if !w.serving([]string{"q"}) || w.serving([]string{"other"}) {
-		t.Fatal("serving: a turn is going on for q, and none for other")
-	}
-	second, behind := w.wait(2, []string{"other", "q"})
-	if !behind {
-		t.Fatal("a waiter that comes during q's turn is not behind it")
-	}
-	select {
-	case <-second.wake:
-		t.Fatal("the second waiter was woken before the first ran")
-	default:
-	}
-	w.ran(first) // served or not: the turn goes on
-	<-second.wake
-	w.done(first)
-	w.ran(second)
-	w.done(second)
-	if w.serving([]string{"q"}) {
-		t.Fatal("the turn did not end after the last waiter ran")
 	}
 }

@@ -60,16 +60,10 @@ func (c *conn) runColl(parse coll.Parser, args [][]byte) {
 		c.writeError(err.Error()) // a Refusal, in Redis's words
 		return
 	}
-	if _, ok := op.(coll.Blocker); ok && c.held == nil {
-		if keys := blockKeys(args, op); c.s.waiters.serving(keys) {
-			c.block(args, op, keys) // behind the clients blocked before it
-			return
-		}
-	}
 	switch {
 	case !c.doOne(args, op):
 	case c.blocks(op):
-		c.block(args, op, blockKeys(args, op))
+		c.block(args, op)
 	default:
 		c.collEvents(args, op)
 		c.writeOp(op)
