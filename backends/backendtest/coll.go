@@ -87,14 +87,14 @@ func runScripts(t *testing.T, open func(t *testing.T) backends.Backend, generic 
 // testCollDo: Do works at all (an HSET and an HGET).
 func testCollDo(t *testing.T, st *storeTarget) {
 	k := tagged(t, "h")
-	got := st.do(t, 2, split("HSET "+k+" f v"))
+	got := st.do(t, 2, coll.Args("HSET "+k+" f v"))
 	if string(got) != ":1\r\n" {
 		if strings.Contains(string(got), backends.ErrUnsupported.Error()) {
 			t.Fatalf("HSET = %q: the store does not run commands on collections (Do), so every case of Collections would fail; none is run", got)
 		}
 		t.Fatalf("HSET = %q, want :1", got)
 	}
-	if got := st.do(t, 2, split("HGET "+k+" f")); string(got) != "$1\r\nv\r\n" {
+	if got := st.do(t, 2, coll.Args("HGET "+k+" f")); string(got) != "$1\r\nv\r\n" {
 		t.Fatalf("HGET after HSET = %q, want v", got)
 	}
 }
@@ -121,24 +121,6 @@ func keysOf(args [][]byte, at []int) []string {
 }
 
 // render is the reply of op once run (err: what Do returned) in RESP: the
-
-// split turns a script's line into arguments: words separated by spaces,
-// or a 'quoted string' for an argument with spaces (or an empty one).
-func split(line string) [][]byte {
-	var args [][]byte
-	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
-		if line[0] == '\'' {
-			end := strings.IndexByte(line[1:], '\'')
-			args = append(args, []byte(line[1:1+end]))
-			line = line[2+end:]
-			continue
-		}
-		word, rest, _ := strings.Cut(line, " ")
-		args = append(args, []byte(word))
-		line = rest
-	}
-	return args
-}
 
 // prefixed is a script's request with its keys named under prefix (so that
 // each subtest's keys are its own, in one hash slot), and its keys.
@@ -223,7 +205,7 @@ func runScript(t *testing.T, st target, proto int, prefix string, s script) {
 		}
 	}()
 	for n, line := range s.lines {
-		args, keys := prefixed(t, prefix, split(line))
+		args, keys := prefixed(t, prefix, coll.Args(line))
 		for _, k := range keys {
 			if !slices.Contains(named, k) {
 				named = append(named, k)
@@ -258,13 +240,13 @@ func dumpOf(ref *refDB, k string) [][][]byte {
 	}
 	switch v.Type() {
 	case backends.TypeHash:
-		reqs = append(reqs, split("HGETALL "+k), split("HLEN "+k))
+		reqs = append(reqs, coll.Args("HGETALL "+k), coll.Args("HLEN "+k))
 	case backends.TypeSet:
-		reqs = append(reqs, split("SMEMBERS "+k), split("SCARD "+k))
+		reqs = append(reqs, coll.Args("SMEMBERS "+k), coll.Args("SCARD "+k))
 	case backends.TypeZSet:
-		reqs = append(reqs, split("ZRANGE "+k+" 0 -1 WITHSCORES"))
+		reqs = append(reqs, coll.Args("ZRANGE "+k+" 0 -1 WITHSCORES"))
 	case backends.TypeList:
-		reqs = append(reqs, split("LRANGE "+k+" 0 -1"))
+		reqs = append(reqs, coll.Args("LRANGE "+k+" 0 -1"))
 	}
 	return reqs
 }

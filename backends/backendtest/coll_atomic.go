@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
 )
 
 // Atomic runs of collection commands (MULTI/EXEC, scripts): through tx's
@@ -22,7 +23,7 @@ import (
 func steps(t *testing.T, b backends.Backend, pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
 		line, want := pairs[i], pairs[i+1]
-		got := string((&storeTarget{b: b}).do(t, 2, split(line)))
+		got := string((&storeTarget{b: b}).do(t, 2, coll.Args(line)))
 		if short := strings.ReplaceAll(strings.TrimSuffix(got, "\r\n"), "\r\n", " "); short != want {
 			return fmt.Errorf("in the run, %s = %q, want %q", line, short, want)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
 )
 
 // Concurrent writes of collections: Do is atomic with respect to every
@@ -17,7 +18,7 @@ import (
 // tryExec is exec for a goroutine that is not the test's: a reply that is
 // not want is returned as an error.
 func tryExec(t *testing.T, b backends.Backend, line, want string) error {
-	if got := (&storeTarget{b: b}).do(t, 2, split(line)); string(got) != want {
+	if got := (&storeTarget{b: b}).do(t, 2, coll.Args(line)); string(got) != want {
 		return fmt.Errorf("%s = %q, want %q", line, got, want)
 	}
 	return nil
@@ -61,7 +62,7 @@ func testCollConcurrent(t *testing.T, b backends.Backend) {
 		}
 		// Replies that depend on the other writers: only their shape.
 		for _, line := range []string{"HINCRBY " + h + " n 1", "LPUSH " + l + " " + m, "ZINCRBY " + zi + " 1 m"} {
-			got := (&storeTarget{b: b}).do(t, 2, split(line))
+			got := (&storeTarget{b: b}).do(t, 2, coll.Args(line))
 			if n, err := parseReply(got); err != nil || n.isError() {
 				return fmt.Errorf("%s = %q", line, got)
 			}
@@ -107,7 +108,7 @@ func testCollConcurrentMoves(t *testing.T, b backends.Backend) {
 		if w%2 == 1 {
 			from, to = l2, l1
 		}
-		got := (&storeTarget{b: b}).do(t, 2, split("LMOVE "+from+" "+to+" LEFT RIGHT"))
+		got := (&storeTarget{b: b}).do(t, 2, coll.Args("LMOVE "+from+" "+to+" LEFT RIGHT"))
 		if r, err := parseReply(got); err != nil || r.isError() {
 			return fmt.Errorf("LMOVE = %q", got)
 		}
@@ -115,7 +116,7 @@ func testCollConcurrentMoves(t *testing.T, b backends.Backend) {
 		if w%2 == 1 {
 			from, to = s2, s1
 		}
-		got = (&storeTarget{b: b}).do(t, 2, split("SMOVE "+from+" "+to+" "+elems[(w*each+i)%n]))
+		got = (&storeTarget{b: b}).do(t, 2, coll.Args("SMOVE "+from+" "+to+" "+elems[(w*each+i)%n]))
 		if r, err := parseReply(got); err != nil || r.isError() {
 			return fmt.Errorf("SMOVE = %q", got)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
 )
 
 // Keys that hold collections, through the Backend's other methods: the
@@ -21,7 +22,7 @@ import (
 // EXISTS through the Backend's methods.
 func exec(t *testing.T, b backends.Backend, line string) string {
 	t.Helper()
-	return string((&storeTarget{b: b}).do(t, 2, split(line)))
+	return string((&storeTarget{b: b}).do(t, 2, coll.Args(line)))
 }
 
 // expect runs line and fails unless the reply is want (RESP2, with the

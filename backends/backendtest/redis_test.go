@@ -59,7 +59,7 @@ func dialRedis(t *testing.T, proto int) *redisConn {
 	t.Cleanup(func() { c.Close() })
 	rc := &redisConn{c: c, br: bufio.NewReader(c)}
 	if proto == 3 {
-		rc.do(t, 3, split("HELLO 3"))
+		rc.do(t, 3, coll.Args("HELLO 3"))
 	}
 	return rc
 }
@@ -87,7 +87,7 @@ func TestScriptsCoverEveryCommand(t *testing.T) {
 	used := map[string]bool{}
 	for _, s := range scripts {
 		for _, line := range s.lines {
-			used[strings.ToLower(string(split(line)[0]))] = true
+			used[strings.ToLower(string(coll.Args(line)[0]))] = true
 		}
 	}
 	for _, c := range coll.Commands {

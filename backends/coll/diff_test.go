@@ -172,9 +172,9 @@ func dialRedis(t *testing.T, proto int) *redisConn {
 	}
 	t.Cleanup(func() { c.Close() })
 	rc := &redisConn{c: c, br: bufio.NewReader(c)}
-	rc.do(t, split("FLUSHALL"))
+	rc.do(t, Args("FLUSHALL"))
 	if proto == 3 {
-		rc.do(t, split("HELLO 3"))
+		rc.do(t, Args("HELLO 3"))
 	}
 	return rc
 }
@@ -246,24 +246,6 @@ func io_ReadFull(br *bufio.Reader, buf []byte) (int, error) {
 	return n, nil
 }
 
-// split turns a command line into arguments: words separated by spaces,
-// or a 'quoted string' for an argument with spaces (or an empty one).
-func split(line string) [][]byte {
-	var args [][]byte
-	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
-		if line[0] == '\'' {
-			end := strings.IndexByte(line[1:], '\'')
-			args = append(args, []byte(line[1:1+end]))
-			line = line[2+end:]
-			continue
-		}
-		word, rest, _ := strings.Cut(line, " ")
-		args = append(args, []byte(word))
-		line = rest
-	}
-	return args
-}
-
 // same runs a script of command lines against redis-server and through the
 // Ops, in RESP2 and RESP3, and fails on the first reply that differs.
 func same(t *testing.T, script ...string) {
@@ -272,7 +254,7 @@ func same(t *testing.T, script ...string) {
 		rc := dialRedis(t, proto)
 		d := newDB()
 		for _, line := range script {
-			args := split(line)
+			args := Args(line)
 			want := rc.do(t, args)
 			got := d.do(proto, args)
 			if !bytes.Equal(got, want) {

@@ -121,7 +121,7 @@ func sameAs(t *testing.T, script ...string) {
 				end := strings.IndexByte(line, ']')
 				mode, line = line[1:end], strings.TrimSpace(line[end+1:])
 			}
-			args := split(line)
+			args := Args(line)
 			want, got := rc.do(t, args), d.do(proto, args)
 			if mode != "" {
 				want, got = []byte(canon(mode, want)), []byte(canon(mode, got))
@@ -150,7 +150,7 @@ func sameScan(t *testing.T, setup []string, cmd string, pairs bool) {
 		rc := dialRedis(t, proto)
 		d := newDB()
 		for _, line := range setup {
-			args := split(line)
+			args := Args(line)
 			if w, g := rc.do(t, args), d.do(proto, args); !bytes.Equal(g, w) {
 				t.Fatalf("RESP%d %s:\n got %q\nwant %q", proto, line, g, w)
 			}
@@ -159,7 +159,7 @@ func sameScan(t *testing.T, setup []string, cmd string, pairs bool) {
 			seen := map[string]bool{}
 			cursor := "0"
 			for range 100000 {
-				n := parseNode(do(split(strings.Replace(cmd, "CURSOR", cursor, 1))))
+				n := parseNode(do(Args(strings.Replace(cmd, "CURSOR", cursor, 1))))
 				if n.line[0] == '-' {
 					return []string{n.line}
 				}

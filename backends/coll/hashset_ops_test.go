@@ -28,12 +28,12 @@ func TestReadOnlyOpsKeepTheirResult(t *testing.T) {
 			n = 700 // hash tables to Redis
 		}
 		d := newDB()
-		d.do(3, split(fill("HSET h", "f", n, true)))
-		d.do(3, split(fill("SADD s", "m", n, false)))
-		d.do(3, split(fill("SADD t", "m", n/2, false)))
-		d.do(3, split(ints("SADD i", 0, n/2)))
+		d.do(3, Args(fill("HSET h", "f", n, true)))
+		d.do(3, Args(fill("SADD s", "m", n, false)))
+		d.do(3, Args(fill("SADD t", "m", n/2, false)))
+		d.do(3, Args(ints("SADD i", 0, n/2)))
 		for _, line := range reads {
-			args := split(line)
+			args := Args(line)
 			op, err := parsers[strings.ToLower(string(args[0]))](args)
 			if err != nil {
 				t.Fatal(err)
@@ -115,11 +115,11 @@ func TestRunTwice(t *testing.T) {
 		once := newDB()
 		twice := newDB()
 		for _, l := range setup {
-			once.do(3, split(l))
-			twice.do(3, split(l))
+			once.do(3, Args(l))
+			twice.do(3, Args(l))
 		}
-		want := once.do(3, split(line))
-		args := split(line)
+		want := once.do(3, Args(line))
+		args := Args(line)
 		op, err := parsers[strings.ToLower(string(args[0]))](args)
 		if err != nil {
 			t.Fatal(err)
@@ -167,7 +167,7 @@ func TestReadOnlyOpsSideBySide(t *testing.T) {
 			defer func() { done <- struct{}{} }()
 			for i := range 200 {
 				line := []string{"SMEMBERS k", "SSCAN k 0", "SRANDMEMBER k 400", "HGETALL h", "HRANDFIELD h 3", "HSCAN h 0"}[(g+i)%6]
-				args := split(line)
+				args := Args(line)
 				op, _ := parsers[strings.ToLower(string(args[0]))](args)
 				sl := NewSlots([]string{string(args[1])}, &DefaultLimits)
 				if args[1][0] == 'k' {

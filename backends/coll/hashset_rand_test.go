@@ -41,7 +41,7 @@ func uniform(t *testing.T, what string, counts map[string]int, categories int) {
 // (RESP2: pairs flat).
 func members(t *testing.T, d *db, line string) []string {
 	t.Helper()
-	n := parseNode(d.do(2, split(line)))
+	n := parseNode(d.do(2, Args(line)))
 	if n.line[0] == '-' {
 		t.Fatalf("%s: %s", line, n.line)
 	}
@@ -104,7 +104,7 @@ func binomial(n, k int) int {
 func TestSRandMemberUniform(t *testing.T) {
 	for _, setup := range []string{"SADD s 1 2 3 4 5 6 7 8", "SADD s a b c d e f g h"} {
 		d := newDB()
-		d.do(2, split(setup))
+		d.do(2, Args(setup))
 		for _, tc := range []struct {
 			line     string
 			n        int
@@ -149,7 +149,7 @@ func TestSPopUniform(t *testing.T) {
 			counts := map[string]int{}
 			for range 3000 {
 				d := newDB()
-				d.do(2, split("SADD s "+members0))
+				d.do(2, Args("SADD s "+members0))
 				got := members(t, d, tc.line)
 				left := members(t, d, "SMEMBERS s")
 				if len(got) != tc.n || len(got)+len(left) != 8 {
@@ -170,9 +170,9 @@ func TestSPopUniform(t *testing.T) {
 
 func TestHRandFieldUniform(t *testing.T) {
 	d := newDB()
-	d.do(2, split("HSET h a 1 b 2 c 3 d 4 e 5 f 6 g 7 h 8"))
+	d.do(2, Args("HSET h a 1 b 2 c 3 d 4 e 5 f 6 g 7 h 8"))
 	d2 := newDB() // a hash table to Redis: more fields than a listpack holds
-	d2.do(2, split(fill("HSET h", "f", 600, true)))
+	d2.do(2, Args(fill("HSET h", "f", 600, true)))
 	for _, tc := range []struct {
 		d        *db
 		line     string
@@ -261,8 +261,8 @@ func TestHugeCounts(t *testing.T) {
 		{"HSET h a 1 b 2", "HRANDFIELD h 2147483648 WITHVALUES", 4},
 	} {
 		d := newDB()
-		d.do(2, split(tc.setup))
-		args := split(tc.line)
+		d.do(2, Args(tc.setup))
+		args := Args(tc.line)
 		op, err := parsers[strings.ToLower(string(args[0]))](args)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.line, err)

@@ -26,7 +26,7 @@ func TestSetRandomScripts(t *testing.T) {
 		d := newDB()
 		var last []string // the script so far, for a failure's message
 		run := func(line string, mode string) {
-			args := split(line)
+			args := Args(line)
 			want, got := rc.do(t, args), d.do(proto, args)
 			if mode != "" {
 				want, got = []byte(canon(mode, want)), []byte(canon(mode, got))
@@ -79,7 +79,7 @@ func TestSetRandomScripts(t *testing.T) {
 			}
 			if mode == "count" {
 				// Popped members are random: pop the same ones here.
-				res := rc.do(t, split(line))
+				res := rc.do(t, Args(line))
 				n := parseNode(res)
 				if len(n.elems) == 0 {
 					run(line, "")
@@ -89,9 +89,9 @@ func TestSetRandomScripts(t *testing.T) {
 				for _, e := range n.elems {
 					pop = append(pop, string(bytes.SplitN([]byte(e.line), []byte("\r\n"), 2)[1]))
 				}
-				k := string(split(line)[1])
+				k := string(Args(line)[1])
 				size := d.vals[k].Len()
-				d.do(proto, split("SREM "+k+" "+joinQuoted(pop)))
+				d.do(proto, Args("SREM "+k+" "+joinQuoted(pop)))
 				if rest := size - len(pop); rest > 0 && rest*5 <= len(pop) {
 					d.vals[k].(*Set).rebuilt() // SPOP's third way makes a new set
 				}
@@ -103,7 +103,7 @@ func TestSetRandomScripts(t *testing.T) {
 			for _, k := range keys {
 				run("SCARD "+k, "")
 				run("OBJECT ENCODING "+k, "")
-				enc := parseNode(rc.do(t, split("OBJECT ENCODING "+k)))
+				enc := parseNode(rc.do(t, Args("OBJECT ENCODING "+k)))
 				if bytes.Contains([]byte(enc.line), []byte("intset")) {
 					run("SMEMBERS "+k, "")
 				} else {
@@ -119,9 +119,9 @@ func TestSetRandomScripts(t *testing.T) {
 // intsets here, then), the others build their result as a new set (which
 // SUNIONSTORE and SDIFFSTORE show).
 func redisIntset(t *testing.T, rc *redisConn, line string) bool {
-	args := split(line)
+	args := Args(line)
 	enc := func(k string) string {
-		return parseNode(rc.do(t, split("OBJECT ENCODING "+k))).line
+		return parseNode(rc.do(t, Args("OBJECT ENCODING "+k))).line
 	}
 	if is(args[0], "sinter") {
 		for _, k := range args[1:] {
@@ -133,7 +133,7 @@ func redisIntset(t *testing.T, rc *redisConn, line string) bool {
 	}
 	store := append([][]byte{append(args[0][:len(args[0]):len(args[0])], "STORE"...), []byte("__t")}, args[1:]...)
 	rc.do(t, store)
-	defer rc.do(t, split("DEL __t"))
+	defer rc.do(t, Args("DEL __t"))
 	return bytes.Contains([]byte(enc("__t")), []byte("intset"))
 }
 
@@ -164,7 +164,7 @@ func TestHashRandomScripts(t *testing.T) {
 		rc := dialRedis(t, proto)
 		d := newDB()
 		run := func(line string, mode string) {
-			args := split(line)
+			args := Args(line)
 			want, got := rc.do(t, args), d.do(proto, args)
 			if mode != "" {
 				want, got = []byte(canon(mode, want)), []byte(canon(mode, got))
@@ -197,7 +197,7 @@ func TestHashRandomScripts(t *testing.T) {
 			run(line, "")
 			run("HLEN "+k, "")
 			run("OBJECT ENCODING "+k, "")
-			if enc := parseNode(rc.do(t, split("OBJECT ENCODING "+k))); bytes.Contains([]byte(enc.line), []byte("listpack")) {
+			if enc := parseNode(rc.do(t, Args("OBJECT ENCODING "+k))); bytes.Contains([]byte(enc.line), []byte("listpack")) {
 				run("HGETALL "+k, "")
 			} else {
 				run("HGETALL "+k, "pairs")

@@ -10,7 +10,7 @@ import (
 
 // benchOp parses line once per iteration and runs it on the list in s.
 func benchOp(b *testing.B, s *Slots, line string) {
-	args := split(line)
+	args := Args(line)
 	p := parsers[string(args[0])]
 	var w nopWriter
 	b.ReportAllocs()
@@ -61,7 +61,7 @@ func BenchmarkListLPush(b *testing.B) {
 // steady length, what a job queue does.
 func BenchmarkListPushPop(b *testing.B) {
 	s, l := listSlots(1000)
-	pop := split("rpop l")
+	pop := Args("rpop l")
 	var w nopWriter
 	e := []byte(fmt.Sprintf("%0100d", 7))
 	b.ReportAllocs()
@@ -89,7 +89,7 @@ func BenchmarkListLIndex(b *testing.B) {
 func BenchmarkListLRem(b *testing.B) {
 	s, l := listSlots(100000)
 	mid := l.At(50000)
-	args := split("lrem l 1 x")
+	args := Args("lrem l 1 x")
 	args[3] = mid
 	var w nopWriter
 	b.ReportAllocs()
@@ -104,7 +104,7 @@ func BenchmarkListLRem(b *testing.B) {
 
 func BenchmarkListLPos(b *testing.B) {
 	s, l := listSlots(10000)
-	args := split("lpos l x rank -1")
+	args := Args("lpos l x rank -1")
 	args[2] = l.At(100)
 	benchOp(b, s, string(bytesJoin(args)))
 }

@@ -537,10 +537,10 @@ func inMulti(t *testing.T, script ...string) {
 		rc := dialRedis(t, proto)
 		d := newDB()
 		for _, line := range script {
-			args := split(line)
-			rc.do(t, split("MULTI"))
+			args := Args(line)
+			rc.do(t, Args("MULTI"))
 			rc.do(t, args)
-			want := rc.do(t, split("EXEC"))
+			want := rc.do(t, Args("EXEC"))
 			got := append([]byte("*1\r\n"), d.do(proto, args)...)
 			if !bytes.Equal(got, want) {
 				t.Fatalf("RESP%d %s:\n got %q\nwant %q", proto, line, got, want)
@@ -607,7 +607,7 @@ func TestListHostile(t *testing.T) {
 	}
 	run := func(line string) Command {
 		t.Helper()
-		args := split(line)
+		args := Args(line)
 		op, err := parsers[strings.ToLower(string(args[0]))](args)
 		if err != nil {
 			t.Fatalf("%s: %v", line, err)
@@ -659,7 +659,7 @@ func TestListWoken(t *testing.T) {
 		for _, proto := range []int{2, 3} {
 			blocked, other := dialRedis(t, proto), dialRedis(t, proto)
 			d := newDB()
-			args := split(tc.block)
+			args := Args(tc.block)
 			op, err := parsers[strings.ToLower(string(args[0]))](args)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.block, err)
@@ -671,14 +671,14 @@ func TestListWoken(t *testing.T) {
 			send(t, blocked, args)
 			// The blocked client must be waiting before the others run.
 			for range 100 {
-				if bytes.Contains(other.do(t, split("INFO clients")), []byte("blocked_clients:1")) {
+				if bytes.Contains(other.do(t, Args("INFO clients")), []byte("blocked_clients:1")) {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
 			for _, line := range tc.while {
-				other.do(t, split(line))
-				d.do(proto, split(line))
+				other.do(t, Args(line))
+				d.do(proto, Args(line))
 			}
 			var want bytes.Buffer
 			if err := readReply(blocked.br, &want); err != nil {
@@ -700,12 +700,12 @@ func TestListWoken(t *testing.T) {
 				line := "LRANGE " + k + " 0 -1"
 				if d.strs[k] != nil || d.vals[k] != nil && d.vals[k].Type() != backends.TypeList {
 					line = "TYPE " + k
-					if got, want := d.typeOf(k), other.do(t, split(line)); !bytes.Equal(got, want) {
+					if got, want := d.typeOf(k), other.do(t, Args(line)); !bytes.Equal(got, want) {
 						t.Fatalf("%s: TYPE %s: got %q want %q", tc.block, k, got, want)
 					}
 					continue
 				}
-				if got, want := d.do(proto, split(line)), other.do(t, split(line)); !bytes.Equal(got, want) {
+				if got, want := d.do(proto, Args(line)), other.do(t, Args(line)); !bytes.Equal(got, want) {
 					t.Fatalf("%s: %s: got %q want %q", tc.block, line, got, want)
 				}
 			}
@@ -775,8 +775,8 @@ func TestListEncoding(t *testing.T) {
 	rc := dialRedis(t, 2)
 	big := strings.Repeat("x", 10000)
 	for _, line := range []string{"RPUSH small a", "RPUSH large " + big + " " + big} {
-		rc.do(t, split(line))
-		key := split(line)[1]
+		rc.do(t, Args(line))
+		key := Args(line)[1]
 		want := rc.do(t, [][]byte{[]byte("OBJECT"), []byte("ENCODING"), key})
 		l := NewList()
 		if got := fmt.Sprintf("$%d\r\n%s\r\n", len(l.Encoding(&DefaultLimits)), l.Encoding(&DefaultLimits)); got != string(want) {

@@ -3,6 +3,7 @@ package coll
 import (
 	"bytes"
 	"strconv"
+	"strings"
 )
 
 // RESPBuffer is a Writer that renders a reply in RESP2 or RESP3 into a
@@ -94,3 +95,23 @@ func (w *RESPBuffer) line(kind byte, s string) {
 }
 
 var _ Writer = (*RESPBuffer)(nil)
+
+// Args splits a command written on one line into its arguments: words
+// separated by spaces, or a 'quoted string' for an argument with spaces
+// (or an empty one). For scripts of commands: the conformance suite and
+// the stores' tests.
+func Args(line string) [][]byte {
+	var args [][]byte
+	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
+		if line[0] == '\'' {
+			end := strings.IndexByte(line[1:], '\'')
+			args = append(args, []byte(line[1:1+end]))
+			line = line[2+end:]
+			continue
+		}
+		word, rest, _ := strings.Cut(line, " ")
+		args = append(args, []byte(word))
+		line = rest
+	}
+	return args
+}

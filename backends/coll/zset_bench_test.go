@@ -35,7 +35,7 @@ func benchZSet() *ZSet {
 func benchCommand(b *testing.B, z *ZSet, lines []string) {
 	reqs := make([][][]byte, len(lines))
 	for i, l := range lines {
-		reqs[i] = split(l)
+		reqs[i] = Args(l)
 	}
 	p := parsers[string(reqs[0][0])]
 	s := NewSlots([]string{"z"}, &DefaultLimits)
@@ -145,7 +145,7 @@ func BenchmarkZSetRateLimiter(b *testing.B) {
 func BenchmarkZPopMinAdd(b *testing.B) {
 	z := benchZSet()
 	s := NewSlots([]string{"z"}, &DefaultLimits)
-	pop, add := split("zpopmin z"), [][]byte{[]byte("zadd"), []byte("z"), nil, nil}
+	pop, add := Args("zpopmin z"), [][]byte{[]byte("zadd"), []byte("z"), nil, nil}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		op, _ := ParseZPop(pop)

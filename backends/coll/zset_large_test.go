@@ -120,11 +120,11 @@ func sameEncoding(t *testing.T, keys []string, script ...string) {
 	rc := dialRedis(t, 2)
 	d := newDB()
 	for _, line := range script {
-		rc.do(t, split(line))
-		d.do(2, split(line))
+		rc.do(t, Args(line))
+		d.do(2, Args(line))
 	}
 	for _, k := range keys {
-		reply := string(rc.do(t, split("OBJECT ENCODING "+k)))
+		reply := string(rc.do(t, Args("OBJECT ENCODING "+k)))
 		_, want, _ := strings.Cut(strings.TrimSuffix(reply, "\r\n"), "\r\n") // a bulk
 		z, _ := d.vals[k].(*ZSet)
 		if z == nil {

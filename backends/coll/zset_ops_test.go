@@ -56,7 +56,7 @@ func TestZSetOpsKeys(t *testing.T) {
 		{"ZINTERSTORE d 1 a", "zinterstore", []int{1, 3}, backends.WritesFirst},
 		{"ZDIFFSTORE d 2 a b", "zdiffstore", []int{1, 3, 4}, backends.WritesFirst},
 	} {
-		args := split(tc.line)
+		args := Args(tc.line)
 		op, err := parsers[tc.name](args)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.line, err)
@@ -120,7 +120,7 @@ func TestBlockers(t *testing.T) {
 		{"BZPOPMAX a b 0", 0, "*3\r\n$1\r\nb\r\n$1\r\ny\r\n$1\r\n2\r\n"},
 		{"BZMPOP 2 2 a b MIN COUNT 5", 2 * time.Second, "*2\r\n$1\r\nb\r\n*2\r\n*2\r\n$1\r\nx\r\n$1\r\n1\r\n*2\r\n$1\r\ny\r\n$1\r\n2\r\n"},
 	} {
-		args := split(tc.line)
+		args := Args(tc.line)
 		op, err := parsers[string(bytes.ToLower(args[0]))](args)
 		if err != nil {
 			t.Fatal(err)
@@ -236,7 +236,7 @@ func TestZSetRunTwice(t *testing.T) {
 		z.Add("a", 1)
 		z.Add("b", 2)
 		z.Add("c", 3)
-		args := split(line)
+		args := Args(line)
 		op, err := parsers[string(bytes.ToLower(args[0]))](args)
 		if err != nil {
 			t.Fatal(err)

@@ -46,7 +46,7 @@ func scanAll(t *testing.T, do func(args [][]byte) []byte, key string, extra ...s
 	got := map[string]string{}
 	cursor := "0"
 	for range 10000 {
-		args := split("ZSCAN " + key + " " + cursor)
+		args := Args("ZSCAN " + key + " " + cursor)
 		for _, e := range extra {
 			args = append(args, []byte(e))
 		}
@@ -68,8 +68,8 @@ func TestZScanLarge(t *testing.T) {
 	rc := dialRedis(t, 2)
 	d := newDB()
 	for _, line := range script {
-		rc.do(t, split(line))
-		d.do(2, split(line))
+		rc.do(t, Args(line))
+		d.do(2, Args(line))
 	}
 	for _, extra := range [][]string{nil, {"COUNT", "7"}, {"MATCH", "m1*", "COUNT", "3"}, {"COUNT", "1000"}} {
 		want := scanAll(t, func(args [][]byte) []byte { return rc.do(t, args) }, "big", extra...)
@@ -105,7 +105,7 @@ func TestZScanGuarantee(t *testing.T) {
 		s.Load(0, z, false)
 		cursor := "0"
 		for pages := 0; ; pages++ {
-			op, err := ParseZScan(split("ZSCAN z " + cursor + " COUNT " + strconv.Itoa(1+r.IntN(20))))
+			op, err := ParseZScan(Args("ZSCAN z " + cursor + " COUNT " + strconv.Itoa(1+r.IntN(20))))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestZScanGuarantee(t *testing.T) {
 // run parses and runs one request on slots of one key holding z.
 func runOn(t testing.TB, z *ZSet, line string) Command {
 	t.Helper()
-	args := split(line)
+	args := Args(line)
 	op, err := parsers[string(bytes.ToLower(args[0]))](args)
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestZRandMemberCounts(t *testing.T) {
 			seen[p.Member] = true
 		}
 	}
-	if _, err := ParseZRandMember(split("ZRANDMEMBER z -9223372036854775807")); err != nil {
+	if _, err := ParseZRandMember(Args("ZRANDMEMBER z -9223372036854775807")); err != nil {
 		t.Fatal(err)
 	}
 	op := runOnErr(t, z, "ZRANDMEMBER z -"+strconv.Itoa(maxRandomPicks+1))
@@ -195,7 +195,7 @@ func TestZRandMemberCounts(t *testing.T) {
 }
 
 func runOnErr(t *testing.T, z *ZSet, line string) error {
-	args := split(line)
+	args := Args(line)
 	op, err := parsers[string(bytes.ToLower(args[0]))](args)
 	if err != nil {
 		return err

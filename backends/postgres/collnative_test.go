@@ -91,7 +91,7 @@ func (w *twin) same(script ...string) {
 func (w *twin) reply(b backends.Backend, line string, native bool) [2][]byte {
 	w.t.Helper()
 	ctx := testCtx(w.t)
-	args := splitArgs(line)
+	args := coll.Args(line)
 	// A blocking command named with a ! is the run after a wake-up.
 	woken := bytes.HasSuffix(args[0], []byte("!"))
 	args[0] = bytes.TrimSuffix(args[0], []byte("!"))
@@ -172,24 +172,6 @@ func (w *twin) reply(b backends.Backend, line string, native bool) [2][]byte {
 func intReply(n int64) [2][]byte {
 	r := []byte(":" + strconv.FormatInt(n, 10) + "\r\n")
 	return [2][]byte{r, r}
-}
-
-// splitArgs splits a command line at spaces; 'quoted' is one argument
-// (maybe empty).
-func splitArgs(line string) [][]byte {
-	var args [][]byte
-	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
-		if line[0] == '\'' {
-			end := strings.IndexByte(line[1:], '\'')
-			args = append(args, []byte(line[1:1+end]))
-			line = line[2+end:]
-			continue
-		}
-		word, rest, _ := strings.Cut(line, " ")
-		args = append(args, []byte(word))
-		line = rest
-	}
-	return args
 }
 
 // eachDurability runs script-based test fn on a twin of each durability.
