@@ -148,13 +148,37 @@ func (s *KV) keyLocks(keys []string) []int64 {
 	return slices.Compact(out)
 }
 
-// load locks the keys and reads their live rows, collections whole.
+// load locks the keys and reads their live rows, collections whole: one
+// round trip of three statements, each with a snapshot of its own. The
+// keys' advisory locks; their rows' locks, which also wait for the native
+// commands' writes (collnative.go), which take no advisory lock; then the
+// read, whose snapshot, taken after both, holds every item committed
+// before. A read that waited for the row locks itself would read the items
+// as they were before the writer it waited for (its snapshot is older).
 func (r kvRows) load(ctx context.Context, tx pgx.Tx, keys []string) ([]backends.Expiring, error) {
-	if _, err := tx.Exec(r.s.d.deadlines.Of(ctx), lockKeysSQL, r.locks); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(lockKeysSQL, r.locks)
+	b.Queue(r.s.coll.lockKeys, r.params)
+	b.Queue(r.s.coll.loadLocked, r.params)
+	br := tx.SendBatch(r.s.d.deadlines.Of(ctx), b)
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	state, err := r.s.load(ctx, nextResult{br}, "", nil, keys)
+	if err != nil {
 		return nil, err
 	}
-	return r.s.load(r.s.d.deadlines.Of(ctx), tx, r.s.coll.loadLocked, r.params, keys)
+	return state, br.Close()
 }
+
+// nextResult is a batch's next result as a querier, for the readers that
+// send their own statement otherwise.
+type nextResult struct{ br pgx.BatchResults }
+
+func (q nextResult) Query(context.Context, string, ...any) (pgx.Rows, error) { return q.br.Query() }
 
 // refuse refuses nothing: a kv table stores whatever fn left.
 func (kvRows) refuse([]snapshot.Write) error { return nil }

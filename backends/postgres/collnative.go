@@ -62,7 +62,8 @@ import (
 // overflow to inf, which PostgreSQL refuses), in two round trips: a read
 // of the one member, Run on a collection of just that member, and a write
 // that applies only if the member is still as read (hashCASSQL,
-// zsetCASSQL), again otherwise.
+// zsetCASSQL), again otherwise; a member that keeps changing under a few
+// such tries is left to the generic path, which locks the key first.
 
 // native runs the Ops that have statements of their own; done is false
 // for the others, and for the rare shapes of a native command that the

@@ -6,6 +6,7 @@ import "strings"
 // {t} is the kv table, {i} its items table, {k} the key's SQL type.
 type collSQL struct {
 	load, loadLocked, loadOne     string
+	lockKeys                      string
 	createRow, updateRow, delRow  string
 	putItems, putFields, delItems string
 	delAll, copyIn                string
@@ -37,6 +38,7 @@ func collStatements(t, items string, k keyType) collSQL {
 		load:       r.Replace(loadSQL),
 		loadLocked: r.Replace(loadSQL + ` FOR UPDATE OF h`),
 		loadOne:    r.Replace(loadOneSQL),
+		lockKeys:   r.Replace(lockKeyRowsSQL),
 		createRow:  r.Replace(createRowSQL),
 		updateRow:  r.Replace(updateRowSQL),
 		delRow:     r.Replace(delRowSQL),
@@ -73,6 +75,11 @@ FROM {t} AS h
 LEFT JOIN {i} AS i ON i.key = h.key AND h.kind <> 's'
 WHERE h.key = ANY($1::{k}[]) AND h.expires_at > now()
 ORDER BY h.key, i.score, i.member`
+
+// $1 keys. Their rows, live or not, locked in key order, as lockRowsSQL
+// and upserts lock them: an atomic run's read after this statement sees
+// what the writers it waited for committed (kvRows.load).
+const lockKeyRowsSQL = `SELECT 1 FROM {t} WHERE key = ANY($1::{k}[]) ORDER BY key FOR UPDATE`
 
 // $1 key, $2 the most items to read. loadSQL of one key, for a cache that
 // keeps collections up to a size: it reads no more items than that.

@@ -19,6 +19,12 @@ import (
 // rerun sees the change, so a second attempt nearly always settles it.
 const maxSetRetries = 10
 
+// casAttempts bounds the optimistic tries of HINCRBYFLOAT and ZADD … INCR
+// (read, compute in Go, write if unchanged); a member that keeps changing
+// under them is then left to the generic path, which holds the key's lock
+// from its read to its write and so always settles.
+const casAttempts = 3
+
 // errContention is the failure after maxSetRetries reruns.
 var errContention = errors.New("key kept changing under the statement; try again")
 

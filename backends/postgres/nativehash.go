@@ -217,7 +217,7 @@ func (s *KV) hashIncrByFloat(ctx context.Context, key string, op *coll.HIncrByFl
 	if err != nil {
 		return err
 	}
-	for range maxSetRetries {
+	for range casAttempts {
 		var old []byte
 		held, err := s.field(ctx, op, key, op.Field, s.coll.hash.get, &old)
 		if err != nil {
@@ -246,7 +246,7 @@ func (s *KV) hashIncrByFloat(ctx context.Context, key string, op *coll.HIncrByFl
 			return err
 		}
 	}
-	return opError(ctx, s.where, op.Name(), errContention)
+	return errNotNative // kept changing: the generic path's lock settles it
 }
 
 // $1 key, $2 field. HGET: the field's value (NULL: not there).
