@@ -73,7 +73,7 @@ func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 func (c *conn) join(cmd *command, args [][]byte) bool {
 	op, keys := groupable(cmd, args)
 	if op == groupNone || c.mustAuth() || c.multi != nil || c.mute != 0 || c.subs.any() ||
-		op == groupGet && c.tracksRead() || op == groupSet && c.s.notify.Load() != 0 { // SET's own handler sends its event
+		op == groupSet && c.s.notify.Load() != 0 { // SET's own handler sends its event
 		c.endGroup()
 		return false
 	}
@@ -108,6 +108,9 @@ func (c *conn) join(cmd *command, args [][]byte) bool {
 		g.reads = append(g.reads, 0)
 	}
 	c.countCall(cmd)
+	if op == groupGet && c.tracksRead() {
+		c.s.tracking.Read(c.track, c.t, keys, c.caching) // Served once the run has ended
+	}
 	return true
 }
 
@@ -140,6 +143,9 @@ func (c *conn) endGroup() {
 	}
 	if timed || c.errs != errs {
 		c.groupDone(g, errs, start, timed)
+	}
+	if c.track != nil && g.op == groupGet {
+		c.s.tracking.Served(c.track)
 	}
 	clear(g.keys)
 	clear(g.pairs)

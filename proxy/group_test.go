@@ -19,6 +19,9 @@ type callCounter struct {
 	get, mget, set, mset atomic.Int64
 }
 
+// Unwrap lets the tracker find the store's Notifier behind the counter.
+func (b *callCounter) Unwrap() backends.Backend { return b.Backend }
+
 func badKeys(keys ...string) error {
 	for _, k := range keys {
 		if strings.HasPrefix(k, "bad") {
@@ -213,5 +216,43 @@ func TestMGetJoinsReadRuns(t *testing.T) {
 		if got := c.reply(); !strings.HasPrefix(got, w) {
 			t.Errorf("after a failed run, reply %d = %q, want %q…", i, got, w)
 		}
+	}
+}
+
+// A tracking client's pipelined GETs are grouped too, and the tracker sees
+// each: in default mode every key read is tracked; with OPTIN only the
+// read that CLIENT CACHING yes covers.
+func TestTrackingPipelinedReadsGrouped(t *testing.T) {
+	for _, mode := range []string{"default", "optin"} {
+		t.Run(mode, func(t *testing.T) {
+			ts, n := startCounted(t)
+			reader, writer := dial(t, ts.addr), dial(t, ts.addr)
+			writer.do("MSET", "a", "1", "b", "2")
+			reader.do("HELLO", "3")
+			on := []string{"CLIENT", "TRACKING", "on"}
+			steps := []step{{[]string{"GET", "a"}, "$1\r\n1\r\n"}, {[]string{"GET", "b"}, "$1\r\n2\r\n"}}
+			if mode == "optin" {
+				on = append(on, "OPTIN")
+				steps = append([]step{{[]string{"CLIENT", "CACHING", "yes"}, "+OK\r\n"}}, steps...)
+			}
+			if got := reader.do(on...); got != "+OK\r\n" {
+				t.Fatalf("%q: %q", on, got)
+			}
+			pipeline(t, reader, steps)
+			mem := n["memory"]
+			if g, m := mem.get.Load(), mem.mget.Load(); m != 1 || g != 0 {
+				t.Errorf("%d MGet and %d Get calls, want the two GETs as 1 MGet", m, g)
+			}
+			writer.do("SET", "b", "3") // tracked in default mode only
+			writer.do("SET", "a", "3")
+			first := "b"
+			if mode == "optin" {
+				first = "a"
+			}
+			want := fmt.Sprintf(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\n%s\r\n", first)
+			if got := readPush(t, reader); got != want {
+				t.Errorf("first push: %q, want %q", got, want)
+			}
+		})
 	}
 }

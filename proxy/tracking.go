@@ -6,8 +6,8 @@ import "github.com/pgcache/pgcache/tracking"
 // table, what feeds it and its metrics; the RESP front keeps the commands
 // (cmd_tracking.go), the pushes (push.go: a conn is a tracking.Conn), and
 // this hook, which the dispatcher (call) runs for each command of a
-// tracking client. A run of pipelined GETs (group.go) leaves the reads the
-// tracker sees to call.
+// tracking client. A run of pipelined GETs (group.go) calls the tracker
+// itself: Read as each GET joins the run, Served once the run has ended.
 
 // trackedCall runs cmd for a tracking client: the keys it reads are
 // registered before it runs (tracking's Read), and once the outermost
@@ -43,7 +43,7 @@ func (c *conn) trackReads(cl *tracking.Client, cmd *command, args [][]byte) {
 }
 
 // tracksRead reports whether the tracker must see c's next read (a
-// tracking client that caches it): join leaves such a read to call.
+// tracking client that caches it).
 func (c *conn) tracksRead() bool { return c.track != nil && c.track.Sees(c.caching) }
 
 // endTracking is a closing connection's: its tracking and subscriptions end.
