@@ -80,6 +80,13 @@ func BenchmarkDispatch(b *testing.B) {
 		{"EVALSHA-release-free", encode("EVALSHA", lockReleaseSHA, "1", "bench:lock:free", "tok"), ":0\r\n"},
 		{"EVALSHA-release-held", encode("SET", "bench:lock", "tok") + encode("EVALSHA", lockReleaseSHA, "1", "bench:lock", "tok"),
 			"+OK\r\n:1\r\n"},
+		// Collections, of a size that stays put: a member set again, a
+		// push and its pop.
+		{"HSET", encode("HSET", "bench:h", "f", val), ":0\r\n"},
+		{"SADD", encode("SADD", "bench:s", "m"), ":0\r\n"},
+		{"ZADD", encode("ZADD", "bench:z", "1", "m"), ":0\r\n"},
+		{"LPUSH-RPOP", encode("LPUSH", "bench:l", val) + encode("RPOP", "bench:l"), ":101\r\n$64\r\n" + val + "\r\n"},
+		{"LRANGE_100", encode("LRANGE", "bench:l", "0", "99"), "*100\r\n" + strings.Repeat("$64\r\n"+val+"\r\n", 100)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			nc, peer := net.Pipe()
@@ -94,6 +101,9 @@ func BenchmarkDispatch(b *testing.B) {
 				c.batch()
 			}
 			ts.backend("memory").Set(b.Context(), "bench:key", []byte(val), backends.SetOptions{})
+			c.rd.r, c.rd.w = 0, copy(c.rd.buf, benchColls(val))
+			c.batch()
+			c.out = c.out[:0]
 			run()
 			if got := string(c.out); got != tc.reply {
 				b.Fatalf("reply %q, want %q", got, tc.reply)
@@ -112,6 +122,18 @@ func BenchmarkDispatch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchColls makes BenchmarkDispatch's collections: a hash, a set and a
+// sorted set of one member, and a list of 100 elements.
+func benchColls(val string) string {
+	req := encode("DEL", "bench:h", "bench:s", "bench:z", "bench:l") + encode("HSET", "bench:h", "f", val) +
+		encode("SADD", "bench:s", "m") + encode("ZADD", "bench:z", "1", "m")
+	push := []string{"RPUSH", "bench:l"}
+	for range 100 {
+		push = append(push, val)
+	}
+	return req + encode(push...)
 }
 
 // BenchmarkDispatchSpread runs batches of 16 pipelined GETs or SETs of

@@ -181,30 +181,61 @@ func (v *oneView) Type(int) backends.Type {
 
 func (v *oneView) Limits() *coll.Limits { return v.limits }
 
+// oneCall is the state of one doRead or doWrite, pooled: Run takes the
+// View as an interface and otter's Compute a function, so a View or a
+// closure made for each call would be allocations of every command.
+type oneCall struct {
+	s       *Store
+	op      backends.Op
+	now     int64
+	v       oneView
+	err     error
+	compute func(old *item, found bool) (*item, otter.ComputeOp) // write, bound once
+}
+
+var oneCalls = sync.Pool{New: func() any {
+	c := new(oneCall)
+	c.compute = c.write
+	return c
+}}
+
+func (s *Store) oneCall(op backends.Op) *oneCall {
+	c := oneCalls.Get().(*oneCall)
+	c.s, c.op, c.v = s, op, oneView{limits: s.enc.Load()}
+	return c
+}
+
+func (c *oneCall) release() {
+	c.s, c.op, c.v, c.err = nil, nil, oneView{}, nil
+	oneCalls.Put(c)
+}
+
 // doRead runs a read-only op on k's value, again if an atomic run wrote k
 // meanwhile.
 func (s *Store) doRead(k string, op backends.Op) error {
 	st := s.locks.of(k)
+	c := s.oneCall(op)
+	defer c.release()
 	for {
 		seq, err := st.readBegin()
 		if err != nil {
 			return err
 		}
-		v := oneView{limits: s.enc.Load()}
+		c.v = oneView{limits: c.v.limits}
 		it, ok := s.get(s.k(k))
 		var body *collBody
 		if ok && it.alive() {
 			if it.isColl() {
 				body = it.coll()
 				body.mu.RLock()
-				v.val = body.v
+				c.v.val = body.v
 			} else {
-				v.str = true
+				c.v.str = true
 			}
 		} else if ok {
 			s.expired(k)
 		}
-		err = op.Run(&v)
+		err = op.Run(&c.v)
 		if body != nil {
 			body.mu.RUnlock()
 		}
@@ -222,49 +253,54 @@ func (s *Store) doWrite(k string, op backends.Op) error {
 		return err
 	}
 	defer st.unlock()
-	n := now()
-	var err error
-	s.c.Compute(s.owned(k), func(old *item, found bool) (*item, otter.ComputeOp) {
-		live := found && old.live(n)
-		v := oneView{limits: s.enc.Load()}
-		var body *collBody
-		if live {
-			if old.isColl() {
-				body = old.coll()
-				body.mu.Lock()
-				v.val = body.v
-			} else {
-				v.str = true
-			}
+	c := s.oneCall(op)
+	defer c.release()
+	c.now = now()
+	s.c.Compute(s.owned(k), c.compute)
+	return c.err
+}
+
+// write is doWrite's compute: Run on the live value, and what otter is to
+// do with the entry after it.
+func (c *oneCall) write(old *item, found bool) (*item, otter.ComputeOp) {
+	live := found && old.live(c.now)
+	v := &c.v
+	var body *collBody
+	if live {
+		if old.isColl() {
+			body = old.coll()
+			body.mu.Lock()
+			v.val = body.v
+		} else {
+			v.str = true
 		}
-		err = op.Run(&v)
-		if body != nil {
-			body.mu.Unlock()
-		}
-		switch {
-		case err != nil && !v.put:
-			if found && !live {
-				return old, otter.InvalidateOp
-			}
-			return old, otter.CancelOp
-		case v.put && (v.val == nil || v.val.Len() == 0):
-			if found {
-				return old, otter.InvalidateOp
-			}
-			return old, otter.CancelOp
-		case v.put:
-			return newCollItem(v.val, 0), otter.WriteOp
-		case body == nil: // absent, and Run made nothing
-			if found && !live {
-				return old, otter.InvalidateOp
-			}
-			return old, otter.CancelOp
-		case body.v.Len() == 0:
+	}
+	c.err = c.op.Run(v)
+	if body != nil {
+		body.mu.Unlock()
+	}
+	switch {
+	case c.err != nil && !v.put:
+		if found && !live {
 			return old, otter.InvalidateOp
 		}
-		return old, otter.WriteOp // changed in place, or not: weighed again either way
-	})
-	return err
+		return old, otter.CancelOp
+	case v.put && (v.val == nil || v.val.Len() == 0):
+		if found {
+			return old, otter.InvalidateOp
+		}
+		return old, otter.CancelOp
+	case v.put:
+		return newCollItem(v.val, 0), otter.WriteOp
+	case body == nil: // absent, and Run made nothing
+		if found && !live {
+			return old, otter.InvalidateOp
+		}
+		return old, otter.CancelOp
+	case body.v.Len() == 0:
+		return old, otter.InvalidateOp
+	}
+	return old, otter.WriteOp // changed in place, or not: weighed again either way
 }
 
 // doMany runs op over several keys whose stripes are held (or a store with
