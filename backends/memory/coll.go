@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -41,6 +42,11 @@ type collItem struct {
 type collBody struct {
 	mu sync.RWMutex
 	v  backends.Value
+
+	// weighed is v's weight when the cache last weighed the item (weigh):
+	// an in-place write that leaves the weight near it need not tell the
+	// cache (doWrite).
+	weighed atomic.Int64
 }
 
 // collMark is the n of a collection's head: a string's length is never
@@ -190,6 +196,7 @@ type oneCall struct {
 	now     int64
 	v       oneView
 	err     error
+	ran     *item // the item whose value Run changed in place, before write
 	compute func(old *item, found bool) (*item, otter.ComputeOp) // write, bound once
 }
 
@@ -206,7 +213,7 @@ func (s *Store) oneCall(op backends.Op) *oneCall {
 }
 
 func (c *oneCall) release() {
-	c.s, c.op, c.v, c.err = nil, nil, oneView{}, nil
+	c.s, c.op, c.v, c.err, c.ran = nil, nil, oneView{}, nil, nil
 	oneCalls.Put(c)
 }
 
@@ -245,8 +252,15 @@ func (s *Store) doRead(k string, op backends.Op) error {
 	}
 }
 
-// doWrite runs op on k's value inside otter's compute, with k's stripe
-// held: no other write of k comes between its read and its write.
+// doWrite runs op on k's value with k's stripe held: no other write of k
+// comes between its read and its write.
+//
+// A live collection is changed in place without the cache (a compute is
+// most of what a small write costs) when what Run did needs nothing of it:
+// no value put, not emptied, and the weight within reweighSlack of what the
+// cache counts. Otherwise, or for a key that is absent or a string, Run
+// goes inside otter's compute (write), which writes the outcome. An item
+// evicted while Run changed its value is run on again, as it is now.
 func (s *Store) doWrite(k string, op backends.Op) error {
 	st := s.locks.of(k)
 	if err := st.lock(); err != nil {
@@ -256,28 +270,57 @@ func (s *Store) doWrite(k string, op backends.Op) error {
 	c := s.oneCall(op)
 	defer c.release()
 	c.now = now()
+	if it, ok := s.get(s.k(k)); ok && it.isColl() && it.live(c.now) {
+		body := it.coll()
+		c.v.val = body.v
+		body.mu.Lock()
+		c.err = op.Run(&c.v)
+		body.mu.Unlock()
+		c.ran = it
+		if c.err != nil && !c.v.put || !c.v.put && body.v.Len() > 0 && !reweigh(body) {
+			if now, ok := s.get(s.k(k)); ok && now == it {
+				return c.err
+			}
+		}
+	}
 	s.c.Compute(s.owned(k), c.compute)
 	return c.err
 }
 
-// write is doWrite's compute: Run on the live value, and what otter is to
-// do with the entry after it.
+// reweighSlack is how far a collection's weight may move from what the
+// cache counts before an in-place write weighs it again: a sixteenth of
+// it, and never less than this. The bound so counts at least 15/16 of a
+// collection's weight, less this.
+const reweighSlack = 64
+
+// reweigh reports whether body's weight has moved past the slack.
+func reweigh(body *collBody) bool {
+	w, at := body.v.Weight(), body.weighed.Load()
+	return max(w-at, at-w) > max(reweighSlack, at/16)
+}
+
+// write is doWrite's compute: Run on the live value (unless it ran on it
+// already), and what otter is to do with the entry after it.
 func (c *oneCall) write(old *item, found bool) (*item, otter.ComputeOp) {
 	live := found && old.live(c.now)
 	v := &c.v
 	var body *collBody
-	if live {
-		if old.isColl() {
-			body = old.coll()
+	if live && old.isColl() {
+		body = old.coll()
+	}
+	if c.ran == nil || c.ran != old {
+		*v = oneView{limits: v.limits}
+		switch {
+		case body != nil:
 			body.mu.Lock()
 			v.val = body.v
-		} else {
+		case live:
 			v.str = true
 		}
-	}
-	c.err = c.op.Run(v)
-	if body != nil {
-		body.mu.Unlock()
+		c.err = c.op.Run(v)
+		if body != nil {
+			body.mu.Unlock()
+		}
 	}
 	switch {
 	case c.err != nil && !v.put:

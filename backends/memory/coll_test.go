@@ -157,3 +157,49 @@ func TestCollectionsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// A collection grown one member at a time, which its writes change in
+// place, is counted by the bound within the reweigh slack; grown past the
+// bound, it is evicted as a string would be.
+func TestCollectionGrowthCounted(t *testing.T) {
+	const budget = 1 << 20
+	d := NewDriver("mem", budget)
+	defer d.Close()
+	s := open(t, d, "r").(*Store)
+	ctx := context.Background()
+	member := func(i int) string { return fmt.Sprintf("%060d", i) }
+	weight := func() int64 {
+		it, ok := s.get("set")
+		if !ok {
+			return -1
+		}
+		return it.coll().v.Weight()
+	}
+	for i := range 2000 {
+		if err := s.Do(ctx, []string{"set"}, cmd(t, coll.ParseSAdd, "sadd", "set", member(i))); err != nil {
+			t.Fatal(err)
+		}
+		s.c.CleanUp()
+		w, counted := weight(), int64(s.c.WeightedSize())
+		if w < 0 {
+			t.Fatalf("after %d SADDs: the set of %d bytes is gone from a %d budget", i+1, w, budget)
+		}
+		if counted < w-max(reweighSlack, w/16) {
+			t.Fatalf("after %d SADDs: the cache counts %d bytes of a set of %d", i+1, counted, w)
+		}
+	}
+	n := 2000
+	for ; n < 40_000 && weight() >= 0; n++ { // 2.4 MiB offered to a 1 MiB cache
+		if err := s.Do(ctx, []string{"set"}, cmd(t, coll.ParseSAdd, "sadd", "set", member(n))); err != nil {
+			t.Fatal(err)
+		}
+		s.c.CleanUp()
+	}
+	t.Logf("evicted after %d SADDs", n)
+	if w := weight(); w >= 0 {
+		t.Fatalf("a set of %d bytes is still cached under a %d budget", w, budget)
+	}
+	if used := s.c.WeightedSize(); used > budget {
+		t.Fatalf("cache holds %d bytes, over its %d budget", used, budget)
+	}
+}

@@ -159,6 +159,10 @@ func newCache(maxBytes int64, clock otter.Clock, deleted func(otter.DeletionEven
 func inline(fn func()) { fn() }
 
 func weigh(k string, it *item) uint32 {
+	if it.isColl() {
+		b := it.coll()
+		b.weighed.Store(b.v.Weight())
+	}
 	w := uint64(len(k)) + it.weight() + entryOverhead
 	return uint32(min(w, math.MaxUint32))
 }
