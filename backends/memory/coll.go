@@ -196,7 +196,7 @@ type oneCall struct {
 	now     int64
 	v       oneView
 	err     error
-	ran     *item // the item whose value Run changed in place, before write
+	ran     *item                                                // the item whose value Run changed in place, before write
 	compute func(old *item, found bool) (*item, otter.ComputeOp) // write, bound once
 }
 
