@@ -191,13 +191,14 @@ func (v *oneView) Limits() *coll.Limits { return v.limits }
 // View as an interface and otter's Compute a function, so a View or a
 // closure made for each call would be allocations of every command.
 type oneCall struct {
-	s       *Store
-	op      backends.Op
-	now     int64
-	v       oneView
-	err     error
-	ran     *item                                                // the item whose value Run changed in place, before write
-	compute func(old *item, found bool) (*item, otter.ComputeOp) // write, bound once
+	s         *Store
+	op        backends.Op
+	now       int64
+	v         oneView
+	err       error
+	ran       *item                                                // the item whose value Run changed in place, before write
+	ranAbsent bool                                                 // Run ran on the key absent, before write
+	compute   func(old *item, found bool) (*item, otter.ComputeOp) // write, bound once
 }
 
 var oneCalls = sync.Pool{New: func() any {
@@ -213,7 +214,7 @@ func (s *Store) oneCall(op backends.Op) *oneCall {
 }
 
 func (c *oneCall) release() {
-	c.s, c.op, c.v, c.err, c.ran = nil, nil, oneView{}, nil, nil
+	c.s, c.op, c.v, c.err, c.ran, c.ranAbsent = nil, nil, oneView{}, nil, nil, false
 	oneCalls.Put(c)
 }
 
@@ -255,12 +256,14 @@ func (s *Store) doRead(k string, op backends.Op) error {
 // doWrite runs op on k's value with k's stripe held: no other write of k
 // comes between its read and its write.
 //
-// A live collection is changed in place without the cache (a compute is
-// most of what a small write costs) when what Run did needs nothing of it:
-// no value put, not emptied, and the weight within reweighSlack of what the
-// cache counts. Otherwise, or for a key that is absent or a string, Run
-// goes inside otter's compute (write), which writes the outcome. An item
-// evicted while Run changed its value is run on again, as it is now.
+// Run goes first outside the cache (a compute is most of what a small
+// write costs) on an absent key, and on a live collection, which it
+// changes in place; when what Run did needs nothing of the cache (no value
+// made, none emptied, the weight within reweighSlack of what the cache
+// counts) that is all. Otherwise, or on a string or an expired item, Run's
+// outcome goes through otter's compute (write), which runs Run there
+// unless it ran on that very state: an item evicted while Run changed its
+// value is run on again, as it is now.
 func (s *Store) doWrite(k string, op backends.Op) error {
 	st := s.locks.of(k)
 	if err := st.lock(); err != nil {
@@ -270,7 +273,14 @@ func (s *Store) doWrite(k string, op backends.Op) error {
 	c := s.oneCall(op)
 	defer c.release()
 	c.now = now()
-	if it, ok := s.get(s.k(k)); ok && it.isColl() && it.live(c.now) {
+	switch it, ok := s.get(s.k(k)); {
+	case !ok: // absent: a Run that makes nothing (a pop, a removal) needs no compute
+		c.err = op.Run(&c.v)
+		if !c.v.put {
+			return c.err
+		}
+		c.ranAbsent = true
+	case it.isColl() && it.live(c.now):
 		body := it.coll()
 		c.v.val = body.v
 		body.mu.Lock()
@@ -308,7 +318,7 @@ func (c *oneCall) write(old *item, found bool) (*item, otter.ComputeOp) {
 	if live && old.isColl() {
 		body = old.coll()
 	}
-	if c.ran == nil || c.ran != old {
+	if ranOn := c.ran != nil && c.ran == old || c.ranAbsent && !found; !ranOn {
 		*v = oneView{limits: v.limits}
 		switch {
 		case body != nil:
