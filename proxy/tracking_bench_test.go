@@ -25,6 +25,7 @@ func BenchmarkDispatchTracking(b *testing.B) {
 	}{
 		{"default-GET", nil, encode("GET", "bench:key"), bulk},
 		{"optin-GET", []string{"optin"}, encode("GET", "bench:key"), bulk},
+		{"optin-CACHING-GET", []string{"optin"}, encode("CLIENT", "CACHING", "yes") + encode("GET", "bench:key"), "+OK\r\n" + bulk},
 		{"optin-DoCache", []string{"optin"}, encode("CLIENT", "CACHING", "yes") + encode("MULTI") + encode("PTTL", "bench:key") +
 			encode("GET", "bench:key") + encode("EXEC"), "+OK\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:-1\r\n" + bulk},
 	} {
