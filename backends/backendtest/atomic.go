@@ -32,6 +32,7 @@ func RunAtomic(t *testing.T, open func(t *testing.T) backends.Backend, opts ...O
 			testAtomicCollErrorWritesNothing(t, b, a, o)
 		}},
 		{"CollConcurrent", testAtomicCollConcurrent},
+		{"CollMixed", testAtomicCollMixed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := open(t)

@@ -196,3 +196,28 @@ func testAtomicCollConcurrent(t *testing.T, b backends.Backend, a backends.Atomi
 		t.Fatalf("the list holds %d distinct pushes, want %d", len(got), workers*each)
 	}
 }
+
+// testAtomicCollMixed: runs and plain writes of the same members, from
+// goroutines of their own, lose nothing of each other: a store whose plain
+// writes take other locks than its runs (PostgreSQL's single commands)
+// still orders them.
+func testAtomicCollMixed(t *testing.T, b backends.Backend, a backends.Atomic) {
+	c := ctx(t)
+	h, z := tagged(t, "h"), tagged(t, "z")
+	const workers, each = 4, 20
+	incr := func(on backends.Backend) error {
+		if err := on.Do(c, []string{h}, command(t, "HINCRBY", h, "n", "1")); err != nil {
+			return err
+		}
+		return on.Do(c, []string{z}, command(t, "ZINCRBY", z, "1", "m"))
+	}
+	concurrently(t, workers, each, func(w, i int) error {
+		if w%2 == 0 {
+			return a.Atomically(c, []string{h, z}, incr)
+		}
+		return incr(b)
+	})
+	total := strconv.Itoa(workers * each)
+	expect(t, b, "HGET "+h+" n", fmt.Sprintf("$%d %s", len(total), total))
+	expect(t, b, "ZSCORE "+z+" m", fmt.Sprintf("$%d %s", len(total), total))
+}
