@@ -52,6 +52,9 @@ func TestAtomicIsolation(t *testing.T) {
 			}
 		})
 	}
+	for deadline := time.Now().Add(5 * time.Second); reads.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // the readers run beside the moves, not after them
+	}
 	for i := range moves {
 		from, to := "a", "b"
 		if i%2 == 1 {
