@@ -212,6 +212,11 @@ func TestCompareWithRedis(t *testing.T) {
 		{"CLIENT", "ID", "x"}, {"CLIENT", "GETNAME", "x"}, {"client", "setname", "a\x00b"},
 		{"COMMAND", "FOO"}, {"COMMAND", "COUNT", "x"}, {"COMMAND", "DOCS", "nosuch"},
 		{"COMMAND", "INFO", "nosuch"}, {"INFO", "nosuch"}, {"DBSIZE", "x"},
+		// SORT's options that reach no store, and GET
+		{"RPUSH", "so", "3", "1", "2"}, {"SORT", "so", "GET", "#", "GET", "nokey"},
+		{"SORT", "so", "BY", "nosort", "GET", "#", "GET", "x", "STORE", "so2"}, {"LRANGE", "so2", "0", "-1"},
+		{"SORT", "so", "LIMIT", "1"}, {"SORT", "so", "x"}, {"SORT", "so", "LIMIT", "a", "1"},
+		{"SORT_RO", "so", "STORE", "d"}, {"SORT"}, {"SORT_RO"}, {"SORT", "so", "GET"},
 		// unknown commands
 		{"FOO"}, {"FOO", "a", "b"}, {"foo", "a\x00b", "c\nd"}, {long, long}, {"x", long, "y"}, many,
 		{"GET\r\n"}, {""},

@@ -25,6 +25,7 @@ var scripts = []script{
 	{name: "ZSet", lines: zsetScript()},
 	{name: "List", lines: listScript()},
 	{name: "Types", lines: typesScript()},
+	{name: "Sort", lines: sortScript()},
 	{name: "EncodingKept", lines: encodingScript(), fromSize: true, note: "EncodingKept: Redis 7 never converts a " +
 		"value back to a small encoding, so OBJECT ENCODING of a value that shrank (or its copy) still reports " +
 		"hashtable or skiplist; a store that rebuilds a value from its members alone reports the encoding of " +
@@ -368,6 +369,28 @@ func listScript() []string {
 // typesScript: one key taken by each type in turn, TYPE and OBJECT
 // ENCODING of each, SET over every type, and the writes of one type
 // refused on every other.
+// sortScript is SORT and SORT_RO of each type they take: numbers, ALPHA,
+// LIMIT windows in and out of range, BY without a pattern (the value's own
+// order), STORE (over a key of another type, onto its own source,
+// and of nothing, which deletes), and the keys it refuses. Not GET: a
+// Redis Cluster refuses it whole (proxy's TestCompareWithRedis has it).
+func sortScript() []string {
+	return []string{
+		"SORT missing", "SORT missing STORE d", "EXISTS d",
+		"RPUSH l 3 1 2 10 -1.5 1e2", "SORT l", "SORT l DESC", "SORT l ALPHA", "SORT l ALPHA DESC",
+		"SORT l LIMIT 1 2", "SORT l LIMIT -5 2", "SORT l LIMIT 10 2", "SORT l LIMIT 2 -1", "SORT l LIMIT 0 0",
+		"SORT l BY nosort", "SORT l BY nosort DESC LIMIT 1 3", "SORT_RO l DESC",
+		"SET str v", "SORT l STORE str", "TYPE str", "LRANGE str 0 -1",
+		"SORT l DESC STORE l", "LRANGE l 0 -1", "SORT l BY nosort STORE g", "LRANGE g 0 -1",
+		"SORT missing STORE g", "EXISTS g",
+		"SADD s b c a", "SORT s ALPHA", "SORT s", "SORT s BY nosort STORE d", "LRANGE d 0 -1",
+		"SADD n 3 2 1", "SORT n", "SORT n DESC LIMIT 0 2",
+		"ZADD z 3 c 1 a 2 b", "SORT z ALPHA DESC", "SORT z BY nosort", "SORT z BY nosort DESC LIMIT 1 5",
+		"RPUSH nan nan 1", "SORT nan", "SORT nan ALPHA",
+		"HSET h f v", "SORT h", "SORT str",
+	}
+}
+
 func typesScript() []string {
 	lines := []string{
 		"TYPE k", "OBJECT ENCODING k",

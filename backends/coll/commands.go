@@ -114,4 +114,8 @@ var Commands = []Spec{
 	{Name: "blmove", Parse: ParseBLMove, Arity: 6, Write: true, First: 1, Last: 2, Step: 1, Blocking: true},
 	{Name: "brpoplpush", Parse: ParseBRPopLPush, Arity: 4, Write: true, First: 1, Last: 2, Step: 1, Blocking: true},
 	{Name: "blmpop", Parse: ParseBLMPop, Arity: -5, Write: true, Movable: true, Blocking: true},
+
+	// lists, sets and sorted sets
+	{Name: "sort", Parse: ParseSort, Arity: -2, Write: true, First: 1, Last: 1, Step: 1, Movable: true},
+	{Name: "sort_ro", Parse: ParseSortRO, Arity: -2, First: 1, Last: 1, Step: 1},
 }

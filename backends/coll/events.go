@@ -70,6 +70,10 @@ func Events(op backends.Op, yield func(Event)) {
 		if op.store {
 			ev(ClassSet, op.Name(), 0)
 		}
+	case *Sort:
+		if op.n > 0 {
+			ev(ClassList, "sortstore", 0)
+		}
 	case *ZAdd:
 		switch {
 		case op.Incr && op.Done:

@@ -239,7 +239,7 @@ var collectionsACL = strings.Fields(`
 	zremrangebyrank zremrangebylex zpopmin zpopmax zmpop zrandmember zunion zunionstore zinter
 	zinterstore zintercard zdiff zdiffstore zscan
 	lpush rpush lpushx rpushx lpop rpop llen lrange lindex lset linsert lrem ltrim lpos lmove
-	rpoplpush lmpop
+	rpoplpush lmpop sort sort_ro
 	blpop brpop blmove brpoplpush blmpop bzpopmin bzpopmax bzmpop client|unblock
 	subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe spublish
 	pubsub|channels pubsub|numsub pubsub|numpat pubsub|shardchannels pubsub|shardnumsub pubsub|help
