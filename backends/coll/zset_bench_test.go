@@ -159,3 +159,17 @@ func BenchmarkZPopMinAdd(b *testing.B) {
 		op.Reply(discardWriter{})
 	}
 }
+
+// BenchmarkZAddRandom is redis-benchmark's ZADD (-r 100000): a random
+// score for a random member of the 100,000, so most requests move an
+// existing member to a place far from its last, through nodes spread over
+// the heap.
+func BenchmarkZAddRandom(b *testing.B) {
+	z := NewZSet()
+	for i := range benchSize {
+		z.Add("element:"+strconv.Itoa(i*7919%benchSize), float64(i*104729%benchSize))
+	}
+	benchCommand(b, z, lines(1<<14, func(i int) string {
+		return "zadd z " + strconv.Itoa(i*48271%benchSize) + " element:" + strconv.Itoa(i*69621%benchSize)
+	}))
+}
