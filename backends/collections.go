@@ -152,10 +152,38 @@ type Passed struct {
 	// Reply is the store's reply when it passed the request on; its Kind
 	// is ReplyNone otherwise.
 	Reply Reply
+
+	// emptied has bit i set when the last Do deleted keys[i] because the
+	// command left it empty, as Redis deletes a collection it empties (and
+	// sends "del"): set by the stores that know (MarkEmptied), not by one
+	// that passes the request on.
+	emptied uint64
 }
 
 // Request returns the request the Op came from (see Passable).
 func (p *Passed) Request() *Passed { return p }
+
+// Emptied reports whether the last Do deleted keys[i] because the command
+// left it empty.
+func (p *Passed) Emptied(i int) bool { return i < 64 && p.emptied&(1<<i) != 0 }
+
+// MarkEmptied says that op's Do deleted keys[i] because the command left it
+// empty (for keyspace events); a store calls it as it deletes the key, and
+// ClearEmptied when a Do starts. An Op made otherwise than from a request
+// has nothing to mark.
+func MarkEmptied(op Op, i int) {
+	if p, ok := op.(Passable); ok && i < 64 {
+		p.Request().emptied |= 1 << i
+	}
+}
+
+// ClearEmptied forgets what an earlier Do (or an earlier run of this one,
+// which a store may retry) marked.
+func ClearEmptied(op Op) {
+	if p, ok := op.(Passable); ok {
+		p.Request().emptied = 0
+	}
+}
 
 // Passable is an Op with the request it came from (it embeds Passed).
 type Passable interface {

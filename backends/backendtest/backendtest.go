@@ -50,7 +50,13 @@ type Option func(*options)
 type options struct {
 	inPlaceKept      bool
 	encodingFromSize bool
+	passes           bool
 }
+
+// PassesCommands says that the store passes commands on collections to a
+// server that has them (Valkey), which does not say which keys a command
+// emptied (backends.MarkEmptied): the store marks none.
+func PassesCommands() Option { return func(o *options) { o.passes = true } }
 
 // EncodingFromSize says that OBJECT ENCODING of a collection reports its
 // encoding for the size it has now, where Redis 7 never converts a value

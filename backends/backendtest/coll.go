@@ -53,6 +53,7 @@ func runCollections(t *testing.T, open func(t *testing.T) backends.Backend, o *o
 		{"Scan", testCollScan},
 		{"Concurrent", testCollConcurrent},
 		{"ConcurrentMoves", testCollConcurrentMoves},
+		{"Emptied", func(t *testing.T, b backends.Backend) { testCollEmptied(t, b, o) }},
 		{"Flush", testCollFlush}, // last: it empties the store
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

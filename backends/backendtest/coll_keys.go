@@ -414,3 +414,52 @@ func testCollEmptyKey(t *testing.T, b backends.Backend) {
 	expect(t, b, "LPOP ''", "$1 a")
 	expect(t, b, "EXISTS ''", ":0")
 }
+
+// testCollEmptied: a command that empties a collection, which the store
+// then deletes, marks that key (backends.MarkEmptied), and only that one:
+// not a key it found absent, nor one it left with members.
+func testCollEmptied(t *testing.T, b backends.Backend, o *options) {
+	c := ctx(t)
+	k := func(name string) string { return tagged(t, name) }
+	for _, tc := range []struct {
+		setup   []string
+		cmd     []string
+		emptied []bool // by key, in the command's order
+	}{
+		{[]string{"SADD %s a b"}, []string{"SREM", k("s"), "a", "b"}, []bool{true}},
+		{nil, []string{"SREM", k("s"), "a"}, []bool{false}},
+		{[]string{"SADD %s a b"}, []string{"SREM", k("s"), "a"}, []bool{false}},
+		{[]string{"RPUSH %s x"}, []string{"LPOP", k("l")}, []bool{true}},
+		{nil, []string{"LPOP", k("l")}, []bool{false}},
+		{[]string{"HSET %s f v"}, []string{"HDEL", k("h"), "f"}, []bool{true}},
+		{[]string{"ZADD %s 1 m"}, []string{"ZPOPMIN", k("z")}, []bool{true}},
+		{[]string{"ZADD %s 1 m 2 n"}, []string{"ZREMRANGEBYSCORE", k("z"), "0", "5"}, []bool{true}},
+		{[]string{"RPUSH %s x y"}, []string{"LTRIM", k("l"), "1", "0"}, []bool{true}},
+		{nil, []string{"LTRIM", k("l"), "1", "0"}, []bool{false}},
+		{[]string{"RPUSH %s x"}, []string{"LMOVE", k("l"), k("d"), "LEFT", "LEFT"}, []bool{true, false}},
+		{[]string{"SADD %s m"}, []string{"SPOP", k("s")}, []bool{true}},
+		{[]string{"SADD %s m"}, []string{"SINTERSTORE", k("s"), k("missing")}, []bool{true, false}},
+	} {
+		cmd := slices.Clone(tc.cmd)
+		keys := []string{cmd[1]}
+		if len(tc.emptied) == 2 {
+			keys = append(keys, cmd[2])
+		}
+		del(t, b, keys...)
+		for _, s := range tc.setup {
+			exec(t, b, fmt.Sprintf(s, keys[0]))
+		}
+		op := command(t, cmd...)
+		noErr(t, b.Do(c, keys, op))
+		p := op.(backends.Passable).Request()
+		for i, want := range tc.emptied {
+			if o.passes {
+				want = false // a store that passes the command on does not say
+			}
+			if got := p.Emptied(i); got != want {
+				t.Errorf("%q: keys[%d] emptied %v, want %v", cmd, i, got, want)
+			}
+		}
+		del(t, b, keys...)
+	}
+}

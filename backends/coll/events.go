@@ -5,15 +5,19 @@ import "github.com/pgcache/pgcache/backends"
 // Keyspace events (notify-keyspace-events): what a command's last Run did
 // to its keys, named as Redis 7.0 names it (t_hash.c, t_set.c, t_zset.c,
 // t_list.c notifyKeyspaceEvent calls). A command that changed nothing
-// sends none. Redis's "del" for a key a command emptied is not sent: the
-// stores do not say which.
+// sends none. A key the command emptied, which its store then deleted,
+// gets a "del" after the command's own events, as Redis sends it; a store
+// that passes the command on (Valkey) does not say which it emptied. (On
+// PostgreSQL a removal from a key whose deadline had passed but whose row
+// was still there says "del" where Redis says "expired".)
 
 // Event classes, as notify-keyspace-events names them.
 const (
-	ClassList = 'l'
-	ClassSet  = 's'
-	ClassHash = 'h'
-	ClassZSet = 'z'
+	ClassList    = 'l'
+	ClassSet     = 's'
+	ClassHash    = 'h'
+	ClassZSet    = 'z'
+	ClassGeneric = 'g'
 )
 
 // Event is one keyspace event: its class, its name, and which of the
@@ -26,8 +30,30 @@ type Event struct {
 	KeyName []byte
 }
 
-// Events calls yield for each event op's last Run caused.
+// Events calls yield for each event op's last Do caused: the command's
+// own, then a "del" for each key it emptied (a *STORE command's
+// destination, when its result was empty, among them).
 func Events(op backends.Op, yield func(Event)) {
+	var told uint64 // the keys whose del the command's own events sent
+	commandEvents(op, func(e Event) {
+		if e.Name == "del" && e.KeyName == nil && e.Key < 64 {
+			told |= 1 << e.Key
+		}
+		yield(e)
+	})
+	p, ok := op.(backends.Passable)
+	if !ok {
+		return
+	}
+	for i := range p.Request().KeyAt {
+		if p.Request().Emptied(i) && (i >= 64 || told&(1<<i) == 0) {
+			yield(Event{Class: ClassGeneric, Name: "del", Key: i})
+		}
+	}
+}
+
+// commandEvents calls yield for each of the command's own events.
+func commandEvents(op backends.Op, yield func(Event)) {
 	ev := func(class byte, name string, key int) { yield(Event{Class: class, Name: name, Key: key}) }
 	from := func(class byte, name string, key []byte) { yield(Event{Class: class, Name: name, KeyName: key}) }
 	switch op := op.(type) {
@@ -54,8 +80,11 @@ func Events(op backends.Op, yield func(Event)) {
 			ev(ClassSet, "srem", 0)
 		}
 	case *SMove:
-		if op.moved {
+		if op.moved && !op.same { // the source's del before the add, as Redis sends them
 			ev(ClassSet, "srem", 0)
+			if op.Emptied(0) {
+				ev(ClassGeneric, "del", 0)
+			}
 			ev(ClassSet, "sadd", 1)
 		}
 	case *SPop:
@@ -63,11 +92,11 @@ func Events(op backends.Op, yield func(Event)) {
 			ev(ClassSet, "spop", 0)
 		}
 	case *SInter:
-		if op.store {
+		if op.store && op.n > 0 {
 			ev(ClassSet, "sinterstore", 0)
 		}
 	case *SUnion:
-		if op.store {
+		if op.store && op.n > 0 {
 			ev(ClassSet, op.Name(), 0)
 		}
 	case *Sort:
@@ -94,11 +123,11 @@ func Events(op backends.Op, yield func(Event)) {
 			ev(ClassZSet, op.Name(), 0)
 		}
 	case *ZRange:
-		if op.Store {
+		if op.Store && op.Stored > 0 {
 			ev(ClassZSet, "zrangestore", 0)
 		}
 	case *ZSetOp:
-		if op.store {
+		if op.store && len(op.result) > 0 {
 			ev(ClassZSet, op.name, 0)
 		}
 	case *Push:
@@ -122,12 +151,12 @@ func Events(op backends.Op, yield func(Event)) {
 	case *LTrim:
 		ev(ClassList, "ltrim", 0)
 	case *LMove:
-		if op.Found {
-			ev(ClassList, popName(op.From), 0)
+		if op.Found { // the push first, as Redis sends them
 			ev(ClassList, pushName(op.To), 1)
+			ev(ClassList, popName(op.From), 0)
 		}
 	case *BLMove:
-		Events(&op.LMove, yield)
+		commandEvents(&op.LMove, yield)
 	case *BPop:
 		if op.Found {
 			from(ClassList, popName(op.End), op.Key)
@@ -137,13 +166,13 @@ func Events(op backends.Op, yield func(Event)) {
 			from(ClassList, popName(op.End), op.Key)
 		}
 	case *BLMPop:
-		Events(&op.LMPop, yield)
+		commandEvents(&op.LMPop, yield)
 	case *ZMPop:
 		if op.key != nil {
 			from(ClassZSet, zpopName(op.max), op.key)
 		}
 	case *BZMPop:
-		Events(&op.ZMPop, yield)
+		commandEvents(&op.ZMPop, yield)
 	case *BZPop:
 		if op.key != nil {
 			from(ClassZSet, zpopName(op.max), op.key)

@@ -109,6 +109,7 @@ func (it *item) weight() uint64 {
 // would write back, after it let their values go, a value another write
 // was changing, or put back a key another write had just replaced.
 func (s *Store) Do(ctx context.Context, keys []string, op backends.Op) error {
+	backends.ClearEmptied(op)
 	if s.solo != nil && op.Writes() != backends.ReadOnly {
 		s.solo.Lock()
 		defer s.solo.Unlock()
@@ -339,6 +340,9 @@ func (c *oneCall) write(old *item, found bool) (*item, otter.ComputeOp) {
 		}
 		return old, otter.CancelOp
 	case v.put && (v.val == nil || v.val.Len() == 0):
+		if live {
+			backends.MarkEmptied(c.op, 0)
+		}
 		if found {
 			return old, otter.InvalidateOp
 		}
@@ -351,6 +355,7 @@ func (c *oneCall) write(old *item, found bool) (*item, otter.ComputeOp) {
 		}
 		return old, otter.CancelOp
 	case body.v.Len() == 0:
+		backends.MarkEmptied(c.op, 0)
 		return old, otter.InvalidateOp
 	}
 	return old, otter.WriteOp // changed in place, or not: weighed again either way
@@ -410,6 +415,7 @@ func (s *Store) doMany(keys []string, op backends.Op) error {
 		case replaced && v == nil:
 			if old != nil {
 				s.c.Invalidate(s.k(k))
+				backends.MarkEmptied(op, i)
 			}
 		case replaced:
 			s.c.Set(s.owned(k), newCollItem(v, 0))
@@ -417,6 +423,7 @@ func (s *Store) doMany(keys []string, op backends.Op) error {
 			// nothing there, or a string Run did not replace
 		case v == nil:
 			s.c.Invalidate(s.k(k))
+			backends.MarkEmptied(op, i)
 		default:
 			s.c.Set(s.owned(k), old) // changed in place: weighed again
 		}

@@ -191,30 +191,70 @@ type nativeWrite struct {
 	scan func(br pgx.BatchResults) error
 }
 
+// write runs w, and marks the keys it emptied (backends.MarkEmptied): those
+// dropEmptySQL deleted that step 1 did not make.
 func (s *KV) write(ctx context.Context, op backends.Op, w nativeWrite) error {
-	locked := s.lockOrder(w.keys)
-	return s.do(ctx, op.Name(), func(ctx context.Context) error {
+	locked, order := s.lockOrder(w.keys), s.key.array(w.keys)
+	var made, dropped uint64 // by the key's place in the command's keys
+	err := s.do(ctx, op.Name(), func(ctx context.Context) error {
+		made, dropped = 0, 0
 		b := &pgx.Batch{}
-		b.Queue(s.coll.lockRows, locked, w.kind)
+		b.Queue(s.coll.lockRows, locked, w.kind, order)
 		b.Queue(w.sql, w.args...)
 		if w.drop {
-			b.Queue(s.coll.dropEmpty, locked, w.kind)
+			b.Queue(s.coll.dropEmpty, locked, w.kind, order)
 		}
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
-		if _, err := br.Exec(); err != nil {
+		var at int
+		var inserted bool
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if _, err := pgx.ForEachRow(rows, []any{&at, &inserted}, func() error {
+			if inserted {
+				made |= keyBit(at)
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
 		if err := w.scan(br); err != nil {
 			return err
 		}
 		if w.drop {
-			if _, err := br.Exec(); err != nil {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			if _, err := pgx.ForEachRow(rows, []any{&at}, func() error {
+				dropped |= keyBit(at)
+				return nil
+			}); err != nil {
 				return err
 			}
 		}
 		return br.Close()
 	})
+	if err != nil {
+		return err
+	}
+	for i := range w.keys {
+		if (dropped&^made)&keyBit(i+1) != 0 {
+			backends.MarkEmptied(op, i)
+		}
+	}
+	return nil
+}
+
+// keyBit is the bit of the key at 1-based place at (array_position's), 0
+// past 64.
+func keyBit(at int) uint64 {
+	if at < 1 || at > 64 {
+		return 0
+	}
+	return 1 << (at - 1)
 }
 
 // readRow runs a read that answers one row into dest.
@@ -296,13 +336,15 @@ const genericPlans = `set_config('plan_cache_mode', 'force_generic_plan', true)`
 // batch.
 const genericPlansSQL = `SELECT ` + genericPlans
 
-// $1 keys (sorted, distinct), $2 kind. Step 1 of a write: each key's row
-// locked; a key without one, or with an expired one, gets a live row of
-// the kind, with no expiry (an expired row taken over loses its items to
-// the purge trigger, at the end of this statement). A live row of the kind
-// keeps its deadline (TTL is the row's, and a write keeps it), and one of
-// another kind is only locked. And genericPlans, once a key (set_config
-// returns the value set), which spares the write a statement of its own.
+// $1 keys (sorted, distinct), $2 kind, $3 the command's keys in its order.
+// Step 1 of a write: each key's row locked; a key without one, or with an
+// expired one, gets a live row of the kind, with no expiry (an expired row
+// taken over loses its items to the purge trigger, at the end of this
+// statement). A live row of the kind keeps its deadline (TTL is the row's,
+// and a write keeps it), and one of another kind is only locked. And
+// genericPlans, once a key (set_config returns the value set), which
+// spares the write a statement of its own. A row for each key of the kind:
+// its place in $3, and whether this statement made it (xmax 0: inserted).
 const lockRowsSQL = `
 INSERT INTO {t} AS t (key, value, expires_at, kind)
 SELECT k, '', 'infinity', $2::"char" FROM unnest($1::{k}[]) AS u(k)
@@ -310,14 +352,17 @@ WHERE ` + genericPlans + ` <> ''
 ON CONFLICT (key) DO UPDATE
 SET value = '', kind = EXCLUDED.kind,
     expires_at = CASE WHEN t.expires_at <= now() THEN 'infinity' ELSE t.expires_at END
-WHERE t.expires_at <= now() OR t.kind = EXCLUDED.kind`
+WHERE t.expires_at <= now() OR t.kind = EXCLUDED.kind
+RETURNING array_position($3::{k}[], t.key), t.xmax = 0`
 
-// $1 keys, $2 kind. Step 3 of a write: the rows of the kind that have no
-// items left are deleted (the purge trigger finds nothing to delete).
+// $1 keys, $2 kind, $3 the command's keys in its order. Step 3 of a write:
+// the rows of the kind that have no items left are deleted (the purge
+// trigger finds nothing to delete); a row for each, its place in $3.
 const dropEmptySQL = `
 DELETE FROM {t} AS t
 WHERE t.key = ANY($1::{k}[]) AND t.kind = $2::"char"
-  AND {none:t.key}`
+  AND {none:t.key}
+RETURNING array_position($3::{k}[], t.key)`
 
 // hasItems expands {some:K} and {none:K} in sql: whether key K (an
 // expression) has items, or has none. Not an EXISTS: its plan may read the

@@ -203,7 +203,7 @@ func zsetSameScript(s *KV) string {
 \set s random(0, 1000000)
 \set lo random(0, 1000000)
 \startpipeline
-` + bind(s.coll.lockRows, "ARRAY['zb']", "'z'") +
+` + bind(s.coll.lockRows, "ARRAY['zb']", "'z'", "ARRAY['zb']") +
 		bind(s.coll.zset.add, "'zb'", "ARRAY[convert_to('m' || :m, 'UTF8')]", "ARRAY[:s]", "false", "false", "false") + `\endpipeline
 \startpipeline
 ` + genericPlansSQL + ";\n" +

@@ -22,7 +22,7 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDriver(t, tc.srv, tc.options)
-			backendtest.Run(t, func(t *testing.T) backends.Backend { return open(t, d) })
+			backendtest.Run(t, func(t *testing.T) backends.Backend { return open(t, d) }, backendtest.PassesCommands())
 			backendtest.RunAtomic(t, func(t *testing.T) backends.Backend { return open(t, d) })
 		})
 	}
