@@ -289,7 +289,7 @@ func (s *Store) doWrite(k string, op backends.Op) error {
 		body.mu.Unlock()
 		c.ran = it
 		if c.err != nil && !c.v.put || !c.v.put && body.v.Len() > 0 && !reweigh(body) {
-			if now, ok := s.get(s.k(k)); ok && now == it {
+			if cur, ok := s.get(s.k(k)); ok && cur == it { // not evicted meanwhile
 				return c.err
 			}
 		}
