@@ -18,18 +18,33 @@ import (
 // collection is read from the backend every time, as are reads of several
 // keys. A write runs on the backend, then fences the keys it may have
 // written, as a string's write does.
+//
+// A collection this tier wrote is read from the backend, not loaded, until
+// the loadAfter-th read since the write: a key written as often as it is
+// read (a rate limiter's ZADD and ZCARD, a queue's pushes and LRANGE)
+// would otherwise be read whole after every write, for one range of it. A
+// key written once and then read (a session's hash) is loaded by its
+// second read.
 
 // MaxCollection is the most members of a collection the tier keeps.
 const MaxCollection = 10_000
+
+// loadAfter is the read since the tier's last write of a collection that
+// loads it; maxWritten bounds the collections the tier remembers writing
+// (one it forgot is loaded by its next read, as before any write).
+const (
+	loadAfter  = 2
+	maxWritten = 1 << 16
+)
 
 // Do runs a command on collections (see above).
 func (t *Tier) Do(ctx context.Context, keys []string, op backends.Op) error {
 	switch op.Writes() {
 	case backends.WritesAll:
-		defer t.invalidate(true, keys...)
+		defer t.wroteColl(keys...)
 		return t.Backend.Do(ctx, keys, op)
 	case backends.WritesFirst:
-		defer t.invalidate(true, keys[0])
+		defer t.wroteColl(keys[0])
 		return t.Backend.Do(ctx, keys, op)
 	}
 	if rows, ok := backends.As[backends.Rows](t.Backend); ok && len(keys) == 1 {
@@ -59,6 +74,9 @@ func (t *Tier) Do(ctx context.Context, keys []string, op backends.Op) error {
 		return t.Backend.Do(ctx, keys, op)
 	}
 	t.Stats.Misses.Add(1)
+	if t.readSinceWrite(key) {
+		return t.Backend.Do(ctx, keys, op)
+	}
 	tok := t.f.Token()
 	got, err := loader.LoadColl(ctx, key, MaxCollection)
 	switch {
@@ -72,6 +90,30 @@ func (t *Tier) Do(ctx context.Context, keys []string, op backends.Op) error {
 		t.fill(strings.Clone(key), got.Val, tok, h, got.TTL)
 	}
 	return op.Run(&cachedView{val: got.Coll, str: got.Val != nil})
+}
+
+// wroteColl fences keys after a write of collections, and remembers them
+// as written (see above).
+func (t *Tier) wroteColl(keys ...string) {
+	t.invalidate(true, keys...)
+	for _, k := range keys {
+		t.written.Set(strings.Clone(k), 0)
+	}
+}
+
+// readSinceWrite counts a miss of key, and reports whether the tier wrote
+// it less than loadAfter reads ago: the read goes to the backend.
+func (t *Tier) readSinceWrite(key string) bool {
+	n, ok := t.written.GetIfPresent(key)
+	switch {
+	case !ok:
+		return false
+	case n+1 >= loadAfter:
+		t.written.Invalidate(key)
+		return false
+	}
+	t.written.Set(strings.Clone(key), n+1)
+	return true
 }
 
 // cachedView serves a read-only Op one key the tier holds (or read): a

@@ -2,6 +2,7 @@ package coherence
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -89,6 +90,48 @@ func TestConformanceReadsFromL1(t *testing.T) {
 	}
 	do("hset", "h", "f", "2")
 	hget("2")
+}
+
+// A collection this tier writes as often as it reads it is read from the
+// backend, never loaded whole after each write; read without writes, it is
+// loaded and then served from L1.
+func TestCollectionWrittenIsReadFromBackend(t *testing.T) {
+	a := newInstance(t, "coll_written")
+	run := func(op coll.Command, err error) coll.Command {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.tier.Do(context.Background(), []string{"h"}, op); err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	hget := func() string {
+		var r bulkReply
+		run(coll.ParseHGet(coll.Args("hget h f"))).Reply(&r)
+		return r.bulk
+	}
+	fills := a.tier.Stats.FillsStored.Load()
+	for i := range 20 {
+		v := fmt.Sprint(i)
+		run(coll.ParseHSet(coll.Args("hset h f " + v)))
+		if got := hget(); got != v {
+			t.Fatalf("HGET after HSET %s = %q", v, got)
+		}
+	}
+	if n := a.tier.Stats.FillsStored.Load() - fills; n != 0 {
+		t.Fatalf("%d fills while every read followed a write, want 0", n)
+	}
+	hits := a.tier.Stats.Hits.Load()
+	for deadline := time.Now().Add(10 * time.Second); a.tier.Stats.Hits.Load() == hits; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no HGET of the hash was served from L1 within 10s of the last write")
+		}
+		if got := hget(); got != "19" {
+			t.Fatalf("HGET = %q, want 19", got)
+		}
+	}
 }
 
 // bulkReply keeps a reply's bulk.

@@ -63,7 +63,11 @@ type Tier struct {
 	ttl    time.Duration
 	cache  *otter.Cache[string, entry]
 	clock  *otter.CoarseClock // otter's, read by sweeps
-	sweep  *sweep.Sweeper[entry]
+
+	// written are the collections this tier wrote, by the reads since
+	// (coll.go).
+	written *otter.Cache[string, int32]
+	sweep   *sweep.Sweeper[entry]
 
 	refresh *refresher // nil: L1.Refresh off
 
@@ -144,6 +148,10 @@ func NewTier(b backends.Backend, f *Fences, opts L1) (*Tier, error) {
 		// No ExpiryCalculator: hits check each entry's deadline, and the
 		// sweeper frees expired entries (see package sweep).
 		Clock: t.clock,
+	})
+	t.written = otter.Must(&otter.Options[string, int32]{
+		MaximumSize: maxWritten,
+		Executor:    func(fn func()) { fn() }, // a write's bookkeeping on its own goroutine, no goroutine started
 	})
 	t.sweep = sweep.Start(t.cache, func(e entry) int64 { return e.exp })
 	if opts.Refresh {
