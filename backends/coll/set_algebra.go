@@ -43,6 +43,24 @@ func setsOf(v backends.View, from, n int) ([]*Set, error) {
 	return sets, nil
 }
 
+// storeWrites is the Writes of a command that reads its sources and, as a
+// *STORE, writes its destination, keys[0].
+func storeWrites(store bool) backends.Writes {
+	if store {
+		return backends.WritesFirst
+	}
+	return backends.ReadOnly
+}
+
+// sourceAt is the index of a command's (first) source key: 1 after a
+// *STORE's destination.
+func sourceAt(store bool) int {
+	if store {
+		return 1
+	}
+	return 0
+}
+
 // store makes result keys[0]'s value, or deletes keys[0] when it is empty,
 // and returns its size.
 func store(v backends.View, result *Set) int64 {
@@ -115,12 +133,7 @@ func (op *SInter) Name() string {
 	return "sinter"
 }
 
-func (op *SInter) Writes() backends.Writes {
-	if op.store {
-		return backends.WritesFirst
-	}
-	return backends.ReadOnly
-}
+func (op *SInter) Writes() backends.Writes { return storeWrites(op.store) }
 
 // Run needs the View's Limits (SINTER): Redis walks the smallest set, in
 // its order, numeric for an intset.
@@ -227,12 +240,7 @@ func (op *SUnion) Name() string {
 	return "sunion"
 }
 
-func (op *SUnion) Writes() backends.Writes {
-	if op.store {
-		return backends.WritesFirst
-	}
-	return backends.ReadOnly
-}
+func (op *SUnion) Writes() backends.Writes { return storeWrites(op.store) }
 
 // Run needs the View's Limits (SUNION, SDIFF): a result that is an intset
 // answers in numeric order.

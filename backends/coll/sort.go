@@ -98,12 +98,7 @@ func (op *Sort) Name() string {
 	return "sort"
 }
 
-func (op *Sort) Writes() backends.Writes {
-	if op.store {
-		return backends.WritesFirst
-	}
-	return backends.ReadOnly
-}
+func (op *Sort) Writes() backends.Writes { return storeWrites(op.store) }
 
 // Run follows Redis 7.0's sortCommand: the window is taken from the value
 // in its own order when nothing is sorted (a list's or a sorted set's,
@@ -112,10 +107,7 @@ func (op *Sort) Writes() backends.Writes {
 // what is stored does not depend on the set's layout.
 func (op *Sort) Run(v backends.View) error {
 	op.out, op.n = op.out[:0], 0
-	src := 0
-	if op.store {
-		src = 1
-	}
+	src := sourceAt(op.store)
 	val, err := v.Get(src, backends.TypeNone)
 	if err != nil {
 		return err

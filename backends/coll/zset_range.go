@@ -143,19 +143,11 @@ func ParseZRange(args [][]byte) (Command, error) {
 
 func (op *ZRange) Name() string { return op.name }
 
-func (op *ZRange) Writes() backends.Writes {
-	if op.Store {
-		return backends.WritesFirst
-	}
-	return backends.ReadOnly
-}
+func (op *ZRange) Writes() backends.Writes { return storeWrites(op.Store) }
 
 func (op *ZRange) Run(v backends.View) error {
 	op.Result, op.Stored = op.Result[:0], 0
-	src := 0
-	if op.Store {
-		src = 1
-	}
+	src := sourceAt(op.Store)
 	z, err := zsetOf(v, src)
 	if err != nil {
 		return err

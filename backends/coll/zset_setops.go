@@ -168,12 +168,7 @@ func (op *ZSetOp) parseOptions(opts [][]byte, setnum int) error {
 
 func (op *ZSetOp) Name() string { return op.name }
 
-func (op *ZSetOp) Writes() backends.Writes {
-	if op.store {
-		return backends.WritesFirst
-	}
-	return backends.ReadOnly
-}
+func (op *ZSetOp) Writes() backends.Writes { return storeWrites(op.store) }
 
 // zsrc is one input: a sorted set or a set (or nothing), with its weight.
 type zsrc struct {
