@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +25,8 @@ import (
 // before it was seen by the run. A route whose backend reports no change
 // made elsewhere (PostgreSQL without an L1) is tried again every
 // blockPoll as well. A blocked client that goes away is noticed within
-// blockPoll, CLIENT KILL and shutdown at once; CLIENT UNBLOCK ends the wait
-// as a timeout or with an error.
+// blockPoll, or at once by an INFO (forgetGone), CLIENT KILL and shutdown
+// at once; CLIENT UNBLOCK ends the wait as a timeout or with an error.
 //
 // Clients blocked on one key are served in the order they blocked, as
 // Redis serves them: a change of the key is a turn that goes from waiter
@@ -37,7 +38,7 @@ import (
 
 // blockPoll is how often a blocked command runs again when its route's
 // backend would not report a change, and how often a blocked client is
-// checked for having gone.
+// checked for having gone (Config.BlockPoll, when set).
 const blockPoll = 100 * time.Millisecond
 
 // waiters are the blocked clients, by key as the client spells it.
@@ -62,6 +63,9 @@ type waiter struct {
 	ticket uint64 // the order it blocked in
 	wake   chan struct{}
 	woken  bool
+	// counted says the waiter is in blocked; whoever clears it (the
+	// command, or forgetGone) takes it out.
+	counted atomic.Bool
 }
 
 func newWaiters(feed *changes.Feed) *waiters {
@@ -241,19 +245,14 @@ func (c *conn) block(args [][]byte, op coll.Command) {
 		defer t.Stop()
 		timeout = t.C
 	}
-	tick := time.NewTicker(blockPoll)
+	tick := time.NewTicker(c.s.blockPoll())
 	defer tick.Stop()
 	unblock := make(chan bool, 1)
 	c.unblock.Store(&unblock)
 	defer c.unblock.Store(nil)
-	counted := false
-	defer func() {
-		if counted {
-			c.s.waiters.blocked.Add(-1)
-		}
-	}()
 	wt := c.s.waiters.wait(c.id, keys)
 	defer c.s.waiters.done(wt)
+	defer c.s.waiters.uncount(wt)
 	for {
 		wake := c.s.waiters.arm(wt)
 		if w, ok := op.(coll.Waker); ok {
@@ -269,8 +268,7 @@ func (c *conn) block(args [][]byte, op coll.Command) {
 			c.writeOp(op)
 			return
 		}
-		if !counted {
-			counted = true
+		if wt.counted.CompareAndSwap(false, true) {
 			c.s.waiters.blocked.Add(1)
 		}
 		woken := false
@@ -300,6 +298,51 @@ func (c *conn) block(args [][]byte, op coll.Command) {
 			}
 		}
 	}
+}
+
+// uncount takes wt out of blocked, if it is in.
+func (w *waiters) uncount(wt *waiter) {
+	if wt.counted.CompareAndSwap(true, false) {
+		w.blocked.Add(-1)
+	}
+}
+
+// counted are the waiters in blocked.
+func (w *waiters) counted() []*waiter {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*waiter
+	for _, set := range w.by {
+		for wt := range set {
+			if wt.counted.Load() && !slices.Contains(out, wt) {
+				out = append(out, wt)
+			}
+		}
+	}
+	return out
+}
+
+// forgetGone ends at once the blocking commands of clients that have
+// closed their connection, which each would notice within blockPoll by
+// itself: INFO's blocked_clients and connected_clients count none of them,
+// as Redis's count none (it hears of a close at once).
+func (s *Server) forgetGone() {
+	for _, wt := range s.waiters.counted() {
+		c := s.connByID(wt.client)
+		if c == nil || !c.peerGone() {
+			continue
+		}
+		s.waiters.uncount(wt)
+		s.kill(c)
+	}
+}
+
+// blockPoll is Config.BlockPoll, or the default.
+func (s *Server) blockPoll() time.Duration {
+	if d := s.config().BlockPoll; d > 0 {
+		return d
+	}
+	return blockPoll
 }
 
 // notifies reports whether r's backend reports the changes made elsewhere

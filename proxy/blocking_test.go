@@ -3,6 +3,7 @@ package proxy
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // blockedClients is INFO's blocked_clients line, as c reads it.
@@ -131,4 +132,33 @@ func TestCopyIsAWrite(t *testing.T) {
 	if got := a.do("EXEC"); got != "*-1\r\n" {
 		t.Errorf("EXEC after a COPY onto a watched key: %q, want a null array", got)
 	}
+}
+
+// TestInfoForgetsClosedBlockedClients: a blocked client that closed its
+// connection is not in INFO's counts, though the blocked command would
+// not notice the close by itself for an hour here: INFO ends it (as Redis,
+// which hears of a close at once, counts it no longer).
+func TestInfoForgetsClosedBlockedClients(t *testing.T) {
+	ts := startServer(t, Config{BlockPoll: time.Hour})
+	admin := dial(t, ts.addr)
+	cs := blockAll(t, ts.addr, admin, []string{"BLPOP", "gone", "0"}, []string{"BLPOP", "stays", "0"})
+	cs[0].nc.Close()
+	eventually(t, "the closed client forgotten", func() bool { return blockedClients(admin) == "blocked_clients:1" })
+	if got := connectedClients(admin); got != "connected_clients:2" {
+		t.Errorf("INFO: %s, want 2 (admin and the client still blocked)", got)
+	}
+	admin.do("RPUSH", "stays", "v")
+	if got, want := cs[1].reply(), encode("stays", "v"); got != want {
+		t.Errorf("the client still blocked got %q, want %q", got, want)
+	}
+}
+
+// connectedClients is INFO's connected_clients line, as c reads it.
+func connectedClients(c *rawClient) string {
+	for line := range strings.Lines(c.do("INFO", "clients")) {
+		if strings.HasPrefix(line, "connected_clients:") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }

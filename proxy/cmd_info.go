@@ -111,6 +111,7 @@ func infoServer(c *conn, b *infoBuilder, _ [][2]string) {
 
 func infoClients(c *conn, b *infoBuilder, _ [][2]string) {
 	s := c.s
+	s.forgetGone()
 	b.int("connected_clients", s.stats.ConnectedClients.Load())
 	b.int("cluster_connections", 0)
 	b.int("maxclients", int64(s.config().MaxClients))

@@ -43,6 +43,10 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Version is pgcache's version, reported by INFO as pgcache_version.
 	Version string
+	// BlockPoll is how often a blocked command checks that its client is
+	// still there, and runs again on a route that reports no changes; 0:
+	// 100 ms. Not a setting: a test's.
+	BlockPoll time.Duration
 }
 
 // ConfigOf is the RESP front's part of a loaded config, for pgcache
