@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -311,10 +310,12 @@ func (w *waiters) uncount(wt *waiter) {
 func (w *waiters) counted() []*waiter {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	seen := map[*waiter]bool{} // a waiter on several keys is in each one's set
 	var out []*waiter
 	for _, set := range w.by {
 		for wt := range set {
-			if wt.counted.Load() && !slices.Contains(out, wt) {
+			if wt.counted.Load() && !seen[wt] {
+				seen[wt] = true
 				out = append(out, wt)
 			}
 		}
