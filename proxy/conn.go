@@ -161,6 +161,12 @@ func (c *conn) serveBatch() error {
 	if c.failed != nil {
 		return c.failed
 	}
+	if c.quit {
+		// Gone for the other clients before this one reads its last reply,
+		// as Redis frees a client that QUIT before it serves anyone else:
+		// a tracking redirect to it is broken from then on.
+		c.s.unlist(c)
+	}
 	if err := c.flush(); err != nil {
 		return err
 	}

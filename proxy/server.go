@@ -243,6 +243,14 @@ func (s *Server) forget(c *conn) {
 }
 
 // connByID returns the open connection with id, or nil.
+// unlist makes c unknown by its id (CLIENT KILL ID, a tracking redirect);
+// forget drops the rest of it.
+func (s *Server) unlist(c *conn) {
+	s.mu.Lock()
+	delete(s.byID, c.id)
+	s.mu.Unlock()
+}
+
 func (s *Server) connByID(id int64) *conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
