@@ -1,6 +1,7 @@
 package route
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,8 +72,13 @@ type routeMetrics struct {
 	route        string
 	m            *Metrics
 	ops          [numOps]opMetrics
-	named        sync.Map // Update.Op() or Op.Name() -> *opMetrics
 	hits, misses prometheus.Counter
+
+	// named are the series of Update.Op() and Op.Name() names met so far:
+	// a map read without a lock (a sync.Map's lookup costs a collection
+	// command more), copied under mu to add one.
+	named atomic.Pointer[map[string]*opMetrics]
+	mu    sync.Mutex
 }
 
 func newRouteMetrics(route string, m *Metrics) *routeMetrics {
@@ -84,6 +90,7 @@ func newRouteMetrics(route string, m *Metrics) *routeMetrics {
 	for op := range numOps {
 		rm.ops[op] = rm.series(opNames[op])
 	}
+	rm.named.Store(&map[string]*opMetrics{})
 	return rm
 }
 
@@ -97,12 +104,20 @@ func (rm *routeMetrics) series(op string) opMetrics {
 
 // of returns the series of an operation named op.
 func (rm *routeMetrics) of(op string) *opMetrics {
-	o, ok := rm.named.Load(op)
-	if !ok {
-		s := rm.series(op)
-		o, _ = rm.named.LoadOrStore(op, &s)
+	if o := (*rm.named.Load())[op]; o != nil {
+		return o
 	}
-	return o.(*opMetrics)
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	named := *rm.named.Load()
+	if o := named[op]; o != nil {
+		return o
+	}
+	s := rm.series(op)
+	named = maps.Clone(named)
+	named[op] = &s
+	rm.named.Store(&named)
+	return &s
 }
 
 // lookup counts a key found or not.

@@ -194,7 +194,7 @@ func (v *oneView) Limits() *coll.Limits { return v.limits }
 type oneCall struct {
 	s         *Store
 	op        backends.Op
-	now       int64
+	now       int64 // the clock, read once on the first item with a deadline
 	v         oneView
 	err       error
 	ran       *item                                                // the item whose value Run changed in place, before write
@@ -215,8 +215,21 @@ func (s *Store) oneCall(op backends.Op) *oneCall {
 }
 
 func (c *oneCall) release() {
-	c.s, c.op, c.v, c.err, c.ran, c.ranAbsent = nil, nil, oneView{}, nil, nil, false
+	c.s, c.op, c.now, c.v, c.err, c.ran, c.ranAbsent = nil, nil, 0, oneView{}, nil, nil, false
 	oneCalls.Put(c)
+}
+
+// live is it.live at the call's time: the clock is read once, and not at
+// all while the items met have no deadline (a read of it is not cheap on
+// every machine).
+func (c *oneCall) live(it *item) bool {
+	if it.exp == 0 {
+		return true
+	}
+	if c.now == 0 {
+		c.now = now()
+	}
+	return it.exp > c.now
 }
 
 // doRead runs a read-only op on k's value, again if an atomic run wrote k
@@ -273,7 +286,6 @@ func (s *Store) doWrite(k string, op backends.Op) error {
 	defer st.unlock()
 	c := s.oneCall(op)
 	defer c.release()
-	c.now = now()
 	switch it, ok := s.get(s.k(k)); {
 	case !ok: // absent: a Run that makes nothing (a pop, a removal) needs no compute
 		c.err = op.Run(&c.v)
@@ -281,7 +293,7 @@ func (s *Store) doWrite(k string, op backends.Op) error {
 			return c.err
 		}
 		c.ranAbsent = true
-	case it.isColl() && it.live(c.now):
+	case it.isColl() && c.live(it):
 		body := it.coll()
 		c.v.val = body.v
 		body.mu.Lock()
@@ -313,7 +325,7 @@ func reweigh(body *collBody) bool {
 // write is doWrite's compute: Run on the live value (unless it ran on it
 // already), and what otter is to do with the entry after it.
 func (c *oneCall) write(old *item, found bool) (*item, otter.ComputeOp) {
-	live := found && old.live(c.now)
+	live := found && c.live(old)
 	v := &c.v
 	var body *collBody
 	if live && old.isColl() {
