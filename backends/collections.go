@@ -185,6 +185,14 @@ func ClearEmptied(op Op) {
 	}
 }
 
+// Unchanging is an Op that tells, once it has run, which of the keys it
+// may write it left as they were (SMOVE of a member the destination has):
+// WATCH does not take them for written. An Op a store passed on without
+// running it (Valkey) leaves none unchanged.
+type Unchanging interface {
+	Unchanged(i int) bool
+}
+
 // Passable is an Op with the request it came from (it embeds Passed).
 type Passable interface {
 	Request() *Passed

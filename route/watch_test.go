@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/pgcache/pgcache/backends"
@@ -9,12 +10,9 @@ import (
 	"github.com/pgcache/pgcache/backends/memory"
 )
 
-// TestWatchCollections: a command on collections that writes, through the
-// route's wrapper or an atomic run on it, changes WATCH's mark of the keys
-// it may write (all of them, or a *STORE's destination alone), whether or
-// not it changed them (a needless abort costs a client a retry); one that
-// only reads changes none.
-func TestWatchCollections(t *testing.T) {
+// memoryRoute is a route r on a memory store of its own.
+func memoryRoute(t *testing.T) *Route {
+	t.Helper()
 	d := memory.NewDriver("mem", 1<<20)
 	t.Cleanup(func() { d.Close() })
 	b, err := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
@@ -26,7 +24,16 @@ func TestWatchCollections(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tab.Close() })
-	r := tab.ByName("r")
+	return tab.ByName("r")
+}
+
+// TestWatchCollections: a command on collections that writes, through the
+// route's wrapper or an atomic run on it, changes WATCH's mark of the keys
+// it changed (all of them, or a *STORE's destination alone; SMOVE's
+// destination when it lacked the member); one that only reads changes
+// none.
+func TestWatchCollections(t *testing.T) {
+	r := memoryRoute(t)
 	ctx := context.Background()
 	do := func(b backends.Backend, words ...string) {
 		t.Helper()
@@ -59,6 +66,7 @@ func TestWatchCollections(t *testing.T) {
 		dst = "dst" + string(rune('a'+i))
 	}
 	do(r.Backend, "sadd", src, "a", "b")
+	moves := 0
 
 	for _, tc := range []struct {
 		name    string
@@ -68,12 +76,26 @@ func TestWatchCollections(t *testing.T) {
 		{"read", func(b backends.Backend) { do(b, "sunion", src, dst) }, map[string]bool{src: false, dst: false}},
 		{"write", func(b backends.Backend) { do(b, "sadd", src, "c") }, map[string]bool{src: true, dst: false}},
 		{"store", func(b backends.Backend) { do(b, "sunionstore", dst, src) }, map[string]bool{src: false, dst: true}},
-		{"move", func(b backends.Backend) { do(b, "smove", src, dst, "a") }, map[string]bool{src: true, dst: true}},
+		{"move", func(b backends.Backend) {
+			moves++
+			m := "m" + strconv.Itoa(moves) // in neither set yet
+			do(b, "sadd", src, m)
+			do(b, "smove", src, dst, m)
+		}, map[string]bool{src: true, dst: true}},
+		// As Redis, SMOVE changes no destination that has the member, and
+		// nothing when the source has not.
+		{"move to a set that has it", func(b backends.Backend) {
+			do(b, "sadd", src, "k")
+			do(b, "smove", src, dst, "k") // dst has k: see before
+		}, map[string]bool{src: true, dst: false}},
+		{"move of a member the source has not", func(b backends.Backend) { do(b, "smove", src, dst, "none") },
+			map[string]bool{src: false, dst: false}},
 		{"hash", func(b backends.Backend) { do(b, "hset", dst+"h", "f", "v") }, map[string]bool{dst + "h": true}},
 		{"list", func(b backends.Backend) { do(b, "lpush", src+"l", "x") }, map[string]bool{src + "l": true}},
 		{"zset", func(b backends.Backend) { do(b, "zincrby", src+"z", "1", "m") }, map[string]bool{src + "z": true}},
 	} {
 		for _, inRun := range []bool{false, true} {
+			do(r.Backend, "sadd", dst, "k") // before the marks
 			marks := map[string]Mark{}
 			for k := range tc.changed {
 				marks[k] = r.Watch(ctx, k)
@@ -97,5 +119,43 @@ func TestWatchCollections(t *testing.T) {
 				r.Unwatch()
 			}
 		}
+	}
+}
+
+// TestWatchWritesThatChangeNothing: as Redis, a DEL of missing keys and a
+// COPY that does not copy leave WATCH's marks as they were; a write in
+// flight (begun, not ended) counts as a change until it ends.
+func TestWatchWritesThatChangeNothing(t *testing.T) {
+	r := memoryRoute(t)
+	ctx := context.Background()
+	m := r.Watch(ctx, "k")
+	defer r.Unwatch()
+	if _, err := r.Backend.Del(ctx, []string{"k"}); err != nil {
+		t.Fatal(err)
+	}
+	if r.Changed("k", m) {
+		t.Error("DEL of a missing key changed the mark")
+	}
+	if _, err := r.Backend.(backends.Copier).Copy(ctx, "missing", "k", backends.CopyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.Changed("k", m) {
+		t.Error("COPY from a missing source changed the mark")
+	}
+	if !r.watch.begin("k") {
+		t.Fatal("begin counted nothing while k is watched")
+	}
+	if !r.ChangedHere("k", m) {
+		t.Error("a write in flight is not seen")
+	}
+	r.watch.end("k", false)
+	if r.Changed("k", m) {
+		t.Error("a write that ended changing nothing changed the mark")
+	}
+	if _, err := r.Backend.Set(ctx, "k", []byte("v"), backends.SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Changed("k", m) {
+		t.Error("SET did not change the mark")
 	}
 }

@@ -66,7 +66,9 @@ func (in *instrumented) Set(ctx context.Context, key string, val []byte, opts ba
 	if in.limit.tooLarge(val) {
 		return backends.SetResult{}, backends.ErrValueTooLarge
 	}
-	in.watch.touch(key)
+	if in.watch.begin(key) {
+		defer in.watch.end(key, true)
+	}
 	start := mono()
 	res, err := in.b.Set(ctx, key, val, opts)
 	in.ops[OpSet].observe(start, err)
@@ -80,8 +82,14 @@ func (in *instrumented) MSet(ctx context.Context, pairs []backends.KV) error {
 			return backends.ErrValueTooLarge
 		}
 	}
-	for _, p := range pairs {
-		in.watch.touch(p.Key)
+	if in.watch.watchers.Load() > 0 { // the keys' slice only then
+		keys := make([]string, len(pairs))
+		for i, p := range pairs {
+			keys[i] = p.Key
+		}
+		if in.watch.beginAll(keys) {
+			defer in.watch.endAll(keys, 0)
+		}
 	}
 	start := mono()
 	err := in.b.MSet(ctx, pairs)
@@ -92,10 +100,12 @@ func (in *instrumented) MSet(ctx context.Context, pairs []backends.KV) error {
 	return err
 }
 
-func (in *instrumented) Del(ctx context.Context, keys []string) (int64, error) {
-	in.watch.touchAll(keys)
+func (in *instrumented) Del(ctx context.Context, keys []string) (n int64, err error) {
+	if in.watch.beginAll(keys) {
+		defer func() { in.watch.endAll(keys, unchangedIf(err == nil && n == 0)) }()
+	}
 	start := mono()
-	n, err := in.b.Del(ctx, keys)
+	n, err = in.b.Del(ctx, keys)
 	in.ops[OpDel].observe(start, err)
 	in.wroteAll(ctx, keys)
 	return n, err
@@ -110,7 +120,9 @@ func (in *instrumented) Exists(ctx context.Context, keys []string) (int64, error
 
 func (in *instrumented) Update(ctx context.Context, key string, u backends.Update) error {
 	o := in.of(u.Op())
-	in.watch.touch(key)
+	if in.watch.begin(key) {
+		defer in.watch.end(key, true)
+	}
 	start := mono()
 	err := in.b.Update(ctx, key, in.limit.update(u))
 	o.observe(start, err)
@@ -127,7 +139,7 @@ func (in *instrumented) TTL(ctx context.Context, key string) (time.Duration, err
 
 // Do runs a command on collections: a write is limited, watched and
 // reported for the keys it may write.
-func (in *instrumented) Do(ctx context.Context, keys []string, op backends.Op) error {
+func (in *instrumented) Do(ctx context.Context, keys []string, op backends.Op) (err error) {
 	var written []string
 	switch op.Writes() {
 	case backends.WritesAll:
@@ -139,23 +151,24 @@ func (in *instrumented) Do(ctx context.Context, keys []string, op backends.Op) e
 		if err := in.limit.op(op); err != nil {
 			return err
 		}
-		in.watch.touchAll(written)
+		if in.watch.beginAll(written) {
+			defer func() { in.watch.endAll(written, unchangedBy(op, len(written))) }()
+		}
 	}
 	o := in.of(op.Name())
 	start := mono()
-	err := in.b.Do(ctx, keys, op)
+	err = in.b.Do(ctx, keys, op)
 	o.observe(start, err)
-	if foundNothing(op) {
-		written = nil
+	if !foundNothing(op) {
+		in.wroteAll(ctx, written)
 	}
-	in.wroteAll(ctx, written)
 	return err
 }
 
 // Copy is RENAME's and COPY's: the backend's Copier, or ErrUnsupported.
 // dst, and src when moved, are seen by WATCH and reported as any write
 // (tracking, blocked clients: a list renamed into place feeds a BLPOP).
-func (in *instrumented) Copy(ctx context.Context, src, dst string, opts backends.CopyOptions) (backends.CopyResult, error) {
+func (in *instrumented) Copy(ctx context.Context, src, dst string, opts backends.CopyOptions) (res backends.CopyResult, err error) {
 	cp, ok := backends.As[backends.Copier](in.b)
 	if !ok {
 		return 0, backends.ErrUnsupported
@@ -164,15 +177,45 @@ func (in *instrumented) Copy(ctx context.Context, src, dst string, opts backends
 	if !opts.Move {
 		written = written[:1]
 	}
-	in.watch.touchAll(written)
+	if in.watch.beginAll(written) {
+		defer func() { in.watch.endAll(written, unchangedIf(err == nil && res != backends.Copied)) }()
+	}
 	o := in.of("copy")
 	start := mono()
-	res, err := cp.Copy(ctx, src, dst, opts)
+	res, err = cp.Copy(ctx, src, dst, opts)
 	o.observe(start, err)
 	if err == nil && res == backends.Copied {
 		in.wroteAll(ctx, written)
 	}
 	return res, err
+}
+
+// unchangedIf is the mask of endAll: every key unchanged, or none.
+func unchangedIf(none bool) uint64 {
+	if none {
+		return ^uint64(0)
+	}
+	return 0
+}
+
+// unchangedBy is the mask of endAll for the first n keys of op, once it
+// has run: all of them for a blocking command that found nothing, those
+// an Unchanging op left as they were, none otherwise.
+func unchangedBy(op backends.Op, n int) uint64 {
+	if foundNothing(op) {
+		return ^uint64(0)
+	}
+	u, ok := op.(backends.Unchanging)
+	if !ok {
+		return 0
+	}
+	var mask uint64
+	for i := range min(n, 64) {
+		if u.Unchanged(i) {
+			mask |= 1 << i
+		}
+	}
+	return mask
 }
 
 // foundNothing reports a blocking command (BLPOP, BZPOPMIN…) that ran

@@ -210,7 +210,11 @@ type SMove struct {
 	backends.Passed
 	member []byte
 	same   bool // source and destination are one key
-	moved  bool
+	moved  bool // the reply: the member was in the source
+	// kept has bit i set when Run left keys[i] as it was: both when
+	// nothing moved (or source is destination), the destination when it
+	// had the member already (Redis signals no change of it either).
+	kept uint8
 }
 
 // ParseSMove reads SMOVE.
@@ -224,7 +228,7 @@ func (*SMove) Name() string            { return "smove" }
 func (*SMove) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *SMove) Run(v backends.View) error {
-	op.moved = false
+	op.moved, op.kept = false, 0b11
 	// Redis looks at the source first: a missing source answers 0 even
 	// when the destination is of another type.
 	src, err := setOf(v, 0)
@@ -243,14 +247,19 @@ func (op *SMove) Run(v backends.View) error {
 	if !src.Rem(m) {
 		return nil
 	}
-	op.moved = true
+	op.moved, op.kept = true, 0b10
 	if dst == nil {
 		dst = NewSet()
 		v.Put(1, dst)
 	}
-	dst.Add(string(op.member))
+	if dst.Add(string(op.member)) {
+		op.kept = 0
+	}
 	return nil
 }
+
+// Unchanged reports whether Run left keys[i] as it was.
+func (op *SMove) Unchanged(i int) bool { return i < 2 && op.kept&(1<<i) != 0 }
 
 func (op *SMove) Reply(w Writer) { w.Int(b2i(op.moved)) }
 
