@@ -1,7 +1,5 @@
 package backends
 
-import "sync"
-
 // RouteCheck tells, without the network and without building anything,
 // whether a backend can open the routes a config gives it: the refusals its
 // Open would make before first contact. It returns one error per spec, in
@@ -14,29 +12,15 @@ import "sync"
 // whether or not the backend's own options are valid.
 type RouteCheck func(options map[string]any, specs []RouteSpec) []error
 
-var (
-	checksMu sync.RWMutex
-	checks   = map[string]RouteCheck{}
-)
+var checks = newRegistry[RouteCheck]("RegisterRouteCheck", "check")
 
 // RegisterRouteCheck sets the route check of a driver type, from init,
 // next to Register. A type without one accepts every route until Open.
-func RegisterRouteCheck(typeName string, c RouteCheck) {
-	checksMu.Lock()
-	defer checksMu.Unlock()
-	if c == nil {
-		panic("backends: RegisterRouteCheck " + typeName + " with a nil check")
-	}
-	if _, dup := checks[typeName]; dup {
-		panic("backends: RegisterRouteCheck called twice for type " + typeName)
-	}
-	checks[typeName] = c
-}
+func RegisterRouteCheck(typeName string, c RouteCheck) { checks.add(typeName, c, c == nil) }
 
 // LookupRouteCheck returns the route check of a driver type, nil if it has
 // none.
 func LookupRouteCheck(typeName string) RouteCheck {
-	checksMu.RLock()
-	defer checksMu.RUnlock()
-	return checks[typeName]
+	c, _ := checks.get(typeName)
+	return c
 }

@@ -3,10 +3,13 @@ package backends
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/internal/decode"
 )
 
 // Driver is one configured backend: a cache, a client or a pool that routes
@@ -52,51 +55,79 @@ type Env struct {
 	Encodings *Encodings
 }
 
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]Factory{}
-)
+// Decoded is the Factory of a driver type whose options decode into O:
+// strictly (an unknown option is an error naming it), then build makes
+// the driver from them.
+func Decoded[O any, D Driver](build func(name string, o O, env Env) (D, error)) Factory {
+	return func(_ context.Context, name string, options map[string]any, env Env) (Driver, error) {
+		var o O
+		if err := decode.Strict(options, &o); err != nil {
+			return nil, err
+		}
+		d, err := build(name, o, env)
+		if err != nil {
+			return nil, err // not a nil *D in the interface
+		}
+		return d, nil
+	}
+}
+
+// registry is what driver types register from init, by type name (their
+// factories, their route checks). An empty name, a nil entry and a name
+// registered twice panic: they are programmer errors.
+type registry[T any] struct {
+	fn, what string // the registering function and what it takes, for its panics
+	mu       sync.RWMutex
+	m        map[string]T
+}
+
+func newRegistry[T any](fn, what string) *registry[T] {
+	return &registry[T]{fn: fn, what: what, m: map[string]T{}}
+}
+
+// add registers v under typeName; isNil says v is nil (which T cannot).
+func (r *registry[T]) add(typeName string, v T, isNil bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch _, dup := r.m[typeName]; {
+	case typeName == "":
+		panic("backends: " + r.fn + " with an empty type name")
+	case isNil:
+		panic("backends: " + r.fn + " " + typeName + " with a nil " + r.what)
+	case dup:
+		panic("backends: " + r.fn + " called twice for type " + typeName)
+	}
+	r.m[typeName] = v
+}
+
+func (r *registry[T]) get(typeName string) (T, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	v, ok := r.m[typeName]
+	return v, ok
+}
+
+// names lists the registered type names, sorted.
+func (r *registry[T]) names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Sorted(maps.Keys(r.m))
+}
+
+var factories = newRegistry[Factory]("Register", "factory")
 
 // Register makes a driver type available to the config under typeName. It is
 // meant to be called from init; an empty or duplicate name panics.
-func Register(typeName string, f Factory) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if typeName == "" {
-		panic("backends: Register with an empty type name")
-	}
-	if f == nil {
-		panic("backends: Register " + typeName + " with a nil factory")
-	}
-	if _, dup := registry[typeName]; dup {
-		panic("backends: Register called twice for type " + typeName)
-	}
-	registry[typeName] = f
-}
+func Register(typeName string, f Factory) { factories.add(typeName, f, f == nil) }
 
 // Lookup returns the factory registered under typeName.
 func Lookup(typeName string) (Factory, error) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	f, ok := registry[typeName]
+	f, ok := factories.get(typeName)
 	if !ok {
-		return nil, fmt.Errorf("unknown backend type %q (known: %v)", typeName, typesLocked())
+		return nil, fmt.Errorf("unknown backend type %q (known: %v)", typeName, factories.names())
 	}
 	return f, nil
 }
 
 // Types lists the registered driver types, sorted.
-func Types() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	return typesLocked()
-}
-
-func typesLocked() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Types() []string { return factories.names() }

@@ -80,13 +80,9 @@ type IncrByFloat struct {
 func (*IncrByFloat) Op() string { return "incrbyfloat" }
 
 func (u *IncrByFloat) Apply(cur Current) (Change, error) {
-	var n float64
-	if cur.Found() {
-		v, ok := ParseFloat(cur.Val)
-		if !ok {
-			return Change{}, refusedNotFloat
-		}
-		n = v
+	n, err := numberAt(cur, ParseFloat, refusedNotFloat)
+	if err != nil {
+		return Change{}, err
 	}
 	n += u.Delta
 	if math.IsNaN(n) || math.IsInf(n, 0) {

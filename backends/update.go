@@ -106,19 +106,28 @@ type IncrBy struct {
 func (*IncrBy) Op() string { return "incrby" }
 
 func (u *IncrBy) Apply(cur Current) (Change, error) {
-	var n int64
-	if cur.Found() {
-		v, ok := ParseInt(cur.Val)
-		if !ok {
-			return Change{}, ErrNotInteger
-		}
-		n = v
+	n, err := numberAt(cur, ParseInt, ErrNotInteger)
+	if err != nil {
+		return Change{}, err
 	}
 	if (u.Delta > 0 && n > maxInt64-u.Delta) || (u.Delta < 0 && n < minInt64-u.Delta) {
 		return Change{}, ErrOverflow
 	}
 	u.Result = n + u.Delta
 	return Change{Kind: Put, Val: strconv.AppendInt(nil, u.Result, 10), TTL: TTL{Mode: TTLKeep}}, nil
+}
+
+// numberAt is the number at the key as parse reads it, 0 for an absent
+// key (INCRBY, INCRBYFLOAT), or notNumber.
+func numberAt[N int64 | float64](cur Current, parse func([]byte) (N, bool), notNumber error) (N, error) {
+	if !cur.Found() {
+		return 0, nil
+	}
+	n, ok := parse(cur.Val)
+	if !ok {
+		return 0, notNumber
+	}
+	return n, nil
 }
 
 const (

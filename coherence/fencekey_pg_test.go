@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/zap"
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/postgres"
@@ -84,7 +83,7 @@ func TestTriggersLogFenceKeys(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pg.Pool(t)
-			d, err := postgres.NewDriver("pg", postgres.Options{DSN: pg.DSN(), MaxConns: 4}, zap.NewNop())
+			d, err := postgres.NewDriver("pg", postgres.Options{DSN: pg.DSN(), MaxConns: 4}, backends.Env{})
 			if err != nil {
 				t.Fatal(err)
 			}

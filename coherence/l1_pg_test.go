@@ -41,7 +41,7 @@ func instanceOn(t testing.TB, spec backends.RouteSpec, ping time.Duration) *inst
 // instanceWith is instanceOn with the listener's and the tier's options.
 func instanceWith(t testing.TB, spec backends.RouteSpec, lo ListenerOptions, l1 L1) *instance {
 	t.Helper()
-	d, err := postgres.NewDriver("pg", postgres.Options{DSN: pg.DSN(), MaxConns: 8}, zap.NewNop())
+	d, err := postgres.NewDriver("pg", postgres.Options{DSN: pg.DSN(), MaxConns: 8}, backends.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

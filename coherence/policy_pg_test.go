@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/zap"
-
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/memory"
 	"github.com/pgcache/pgcache/backends/postgres"
@@ -21,7 +19,7 @@ func TestAttachPolicy(t *testing.T) {
 	ctx := context.Background()
 	p := pg.Pool(t)
 	c := startCoordinator(t, p, CoordinatorOptions{})
-	d, err := postgres.NewDriver("pg", postgres.Options{DSN: pg.DSN(), MaxConns: 4}, zap.NewNop())
+	d, err := postgres.NewDriver("pg", postgres.Options{DSN: pg.DSN(), MaxConns: 4}, backends.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

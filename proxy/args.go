@@ -74,6 +74,7 @@ const (
 
 // strOpts are the options of SET and GETEX.
 type strOpts struct {
+	forSet                        bool
 	nx, xx, get, keepTTL, persist bool
 	unit                          expireUnit
 	expire                        []byte
@@ -84,7 +85,7 @@ type strOpts struct {
 // does: an option that conflicts with one already given is a syntax error,
 // but repeating one is not (EX 10 EX 20 means EX 20).
 func parseStrOpts(args [][]byte, forSet bool) (strOpts, bool) {
-	var o strOpts
+	o := strOpts{forSet: forSet}
 	for j := 0; j < len(args); j++ {
 		a := args[j]
 		hasNext := j+1 < len(args)
@@ -132,11 +133,18 @@ func unitOf(a []byte) expireUnit {
 	return unitPXAT
 }
 
-// ttl turns the expiry option into a backend TTL as Redis's
-// getExpireMillisecondsOrReply checks it, or returns the error reply; cmd
-// names the command in it.
+// ttl is the expiry the options ask for, or the error reply: an expiry
+// option as Redis's getExpireMillisecondsOrReply checks it (cmd names the
+// command in the reply); KEEPTTL keeps the key's, PERSIST removes it; with
+// none of them SET removes it and GETEX keeps it.
 func (o *strOpts) ttl(cmd string) (backends.TTL, string) {
-	return expiryTTL(o.expire, o.unit, cmd)
+	switch {
+	case o.unit != noExpire:
+		return expiryTTL(o.expire, o.unit, cmd)
+	case o.keepTTL, !o.forSet && !o.persist:
+		return backends.TTL{Mode: backends.TTLKeep}, ""
+	}
+	return backends.TTL{Mode: backends.TTLNone}, ""
 }
 
 func expiryTTL(arg []byte, u expireUnit, cmd string) (backends.TTL, string) {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -134,32 +135,49 @@ func parseExpireCond(opts [][]byte) (cond backends.ExpireCond, xxLT bool, bad st
 }
 
 // TTL key
-func cmdTTL(c *conn, args [][]byte) { ttl(c, args[1], false) }
+func cmdTTL(c *conn, args [][]byte) { ttl(c, args[1], false, false) }
 
 // PTTL key
-func cmdPTTL(c *conn, args [][]byte) { ttl(c, args[1], true) }
+func cmdPTTL(c *conn, args [][]byte) { ttl(c, args[1], true, false) }
 
-// ttl answers -2 for a missing key, -1 for one without expiry, else the
-// time left in milliseconds, or in seconds rounded to the nearest as
-// Redis's ttlGenericCommand does.
-func ttl(c *conn, key []byte, ms bool) {
+// ttl answers TTL, PTTL, EXPIRETIME and PEXPIRETIME as Redis's
+// ttlGenericCommand does: -2 for a missing key, -1 for one without
+// expiry, else the time left (abs: the deadline, as a unix time) in
+// milliseconds (ms), or in seconds rounded to the nearest.
+func ttl(c *conn, key []byte, ms, abs bool) {
 	r, k := c.key(key)
 	if r == nil {
 		return
 	}
-	d, err := r.Backend.TTL(c.ctx, k)
+	t, err := keyTime(c.ctx, r.Backend, k, abs)
 	switch {
 	case err != nil:
 		c.backendErr(r, err)
-	case d == backends.TTLMissing:
-		c.writeInt(-2)
-	case d == backends.TTLPersistent:
-		c.writeInt(-1)
-	case ms:
-		c.writeInt(int64(max(d, 0) / time.Millisecond))
+	case t < 0, ms:
+		c.writeInt(t)
 	default:
-		c.writeInt((int64(max(d, 0)/time.Millisecond) + 500) / 1000)
+		c.writeInt((t + 500) / 1000)
 	}
+}
+
+// keyTime is the time left of key k in milliseconds (abs: its deadline as
+// a unix time in milliseconds), or TTLMissing (-2) or TTLPersistent (-1).
+// A store that cannot say a deadline exactly (a table route) gives it
+// from its TTL.
+func keyTime(ctx context.Context, b backends.Backend, k string, abs bool) (int64, error) {
+	if abs {
+		if et, ok := backends.As[backends.ExpireTimer](b); ok {
+			return et.ExpireTime(ctx, k)
+		}
+	}
+	d, err := b.TTL(ctx, k)
+	switch {
+	case err != nil, d == backends.TTLMissing, d == backends.TTLPersistent:
+		return int64(d), err
+	case abs:
+		return time.Now().Add(max(d, 0)).UnixMilli(), nil
+	}
+	return int64(max(d, 0) / time.Millisecond), nil
 }
 
 // PERSIST key

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/coll"
@@ -28,41 +27,10 @@ import (
 // routes RESP does not reach too (HTTP-only ones), tables still excepted.
 
 // EXPIRETIME key
-func cmdExpireTime(c *conn, args [][]byte) { expireTime(c, args[1], false) }
+func cmdExpireTime(c *conn, args [][]byte) { ttl(c, args[1], false, true) }
 
 // PEXPIRETIME key
-func cmdPExpireTime(c *conn, args [][]byte) { expireTime(c, args[1], true) }
-
-// expireTime answers -2 for a missing key, -1 for one without a deadline,
-// else the deadline as a unix time in milliseconds, or in seconds rounded
-// to the nearest as Redis's ttlGenericCommand does. A store without an
-// exact one (a table route) answers from its TTL.
-func expireTime(c *conn, key []byte, ms bool) {
-	r, k := c.key(key)
-	if r == nil {
-		return
-	}
-	var at int64
-	var err error
-	if et, ok := backends.As[backends.ExpireTimer](r.Backend); ok {
-		at, err = et.ExpireTime(c.ctx, k)
-	} else {
-		var d time.Duration
-		d, err = r.Backend.TTL(c.ctx, k)
-		at = int64(d)
-		if d >= 0 {
-			at = time.Now().Add(d).UnixMilli()
-		}
-	}
-	switch {
-	case err != nil:
-		c.backendErr(r, err)
-	case at < 0, ms:
-		c.writeInt(at)
-	default:
-		c.writeInt((at + 500) / 1000)
-	}
-}
+func cmdPExpireTime(c *conn, args [][]byte) { ttl(c, args[1], true, true) }
 
 // TOUCH key [key ...]: the keys that exist (there is no access time to set
 // beyond what a read tells the store's eviction).

@@ -59,23 +59,17 @@ func cmdSet(c *conn, args [][]byte) {
 		c.writeError(errSyntax)
 		return
 	}
-	opts := backends.SetOptions{Get: o.get}
+	ttl, bad := o.ttl("set")
+	if bad != "" {
+		c.writeError(bad)
+		return
+	}
+	opts := backends.SetOptions{Get: o.get, TTL: ttl}
 	switch {
 	case o.nx:
 		opts.Cond = backends.SetIfAbsent
 	case o.xx:
 		opts.Cond = backends.SetIfPresent
-	}
-	if o.keepTTL {
-		opts.TTL.Mode = backends.TTLKeep
-	}
-	if o.unit != noExpire {
-		ttl, bad := o.ttl("set")
-		if bad != "" {
-			c.writeError(bad)
-			return
-		}
-		opts.TTL = ttl
 	}
 	c.set(args[1], args[2], opts, false)
 }
@@ -146,14 +140,7 @@ func cmdGetEx(c *conn, args [][]byte) {
 		c.writeError(errSyntax)
 		return
 	}
-	ttl := backends.TTL{Mode: backends.TTLKeep}
-	if o.persist {
-		ttl.Mode = backends.TTLNone
-	}
-	var bad string
-	if o.unit != noExpire {
-		ttl, bad = o.ttl("getex")
-	}
+	ttl, bad := o.ttl("getex")
 	r, k := c.key(args[1])
 	if r == nil {
 		return

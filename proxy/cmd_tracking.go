@@ -157,26 +157,21 @@ func cmdClientTrackingInfo(c *conn, _ [][]byte) {
 	if c.track != nil {
 		o := c.track.Options()
 		flags = []string{"on"}
-		if o.BCAST {
-			flags = append(flags, "bcast")
-		}
-		if o.OptIn {
-			flags = append(flags, "optin")
-			if c.caching {
-				flags = append(flags, "caching-yes")
+		for _, f := range []struct {
+			on   bool
+			flag string
+		}{
+			{o.BCAST, "bcast"},
+			{o.OptIn, "optin"},
+			{o.OptIn && c.caching, "caching-yes"},
+			{o.OptOut, "optout"},
+			{o.OptOut && c.caching, "caching-no"},
+			{o.NoLoop, "noloop"},
+			{c.push.broken.Load(), "broken_redirect"},
+		} {
+			if f.on {
+				flags = append(flags, f.flag)
 			}
-		}
-		if o.OptOut {
-			flags = append(flags, "optout")
-			if c.caching {
-				flags = append(flags, "caching-no")
-			}
-		}
-		if o.NoLoop {
-			flags = append(flags, "noloop")
-		}
-		if c.push.broken.Load() {
-			flags = append(flags, "broken_redirect")
 		}
 		redirect = c.push.redirect.Load()
 		prefixes = slices.Sorted(slices.Values(o.Prefixes))

@@ -74,60 +74,42 @@ func splitArgs(line []byte, args [][]byte) ([][]byte, bool) {
 			return args, true
 		}
 		start, o := p, p // o is where the next unescaped byte goes; o < p once a quote opened
-		inDouble, inSingle, done := false, false, false
-		for !done {
+		var quote byte   // the open quote, '"' or '\''; 0 outside quotes
+		for done := false; !done; {
 			c := at(p)
 			switch {
-			case inDouble:
-				switch {
-				case c == '\\' && at(p+1) == 'x' && isHex(at(p+2)) && isHex(at(p+3)):
-					line[o] = unhex(at(p+2))<<4 | unhex(at(p+3))
-					o++
-					p += 3
-				case c == '\\' && at(p+1) != 0:
-					p++
-					line[o] = unescape(line[p])
-					o++
-				case c == '"':
-					if next := at(p + 1); next != 0 && !isSpace(next) {
-						return args, false
-					}
-					done = true
-				case c == 0:
-					return args, false
-				default:
-					line[o] = c
-					o++
-				}
-			case inSingle:
-				switch {
-				case c == '\\' && at(p+1) == '\'':
-					p++
-					line[o] = '\''
-					o++
-				case c == '\'':
-					if next := at(p + 1); next != 0 && !isSpace(next) {
-						return args, false
-					}
-					done = true
-				case c == 0:
-					return args, false
-				default:
-					line[o] = c
-					o++
-				}
-			default:
+			case quote == 0:
 				switch c {
 				case ' ', '\n', '\r', '\t', 0:
 					done = true
-				case '"':
-					inDouble = true
-				case '\'':
-					inSingle = true
+				case '"', '\'':
+					quote = c
 				default:
 					line[o] = c
 					o++
 				}
+			case c == 0:
+				return args, false // the line ends inside the quotes
+			case c == quote:
+				if next := at(p + 1); next != 0 && !isSpace(next) {
+					return args, false
+				}
+				done = true
+			case quote == '"' && c == '\\' && at(p+1) == 'x' && isHex(at(p+2)) && isHex(at(p+3)):
+				line[o] = unhex(at(p+2))<<4 | unhex(at(p+3))
+				o++
+				p += 3
+			case quote == '"' && c == '\\' && at(p+1) != 0:
+				p++
+				line[o] = unescape(line[p])
+				o++
+			case quote == '\'' && c == '\\' && at(p+1) == '\'':
+				p++
+				line[o] = '\''
+				o++
+			default:
+				line[o] = c
+				o++
 			}
 			if p < n {
 				p++

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,31 +16,22 @@ import (
 // slot.
 func RunAtomic(t *testing.T, open func(t *testing.T) backends.Backend, opts ...Option) {
 	o := newOptions(opts)
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, b backends.Backend, a backends.Atomic)
-	}{
-		{"ReadsOwnWrites", testAtomicReadsOwnWrites},
-		{"ErrorWritesNothing", testAtomicErrorWritesNothing},
-		{"Undeclared", testAtomicUndeclared},
-		{"TTL", testAtomicTTL},
-		{"Concurrent", testAtomicConcurrent},
-		{"CollReadsOwnWrites", testAtomicCollReadsOwnWrites},
-		{"CollErrorWritesNothing", func(t *testing.T, b backends.Backend, a backends.Atomic) {
-			testAtomicCollErrorWritesNothing(t, b, a, o)
-		}},
-		{"CollConcurrent", testAtomicCollConcurrent},
-		{"CollMixed", testAtomicCollMixed},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := open(t)
-			a, ok := backends.As[backends.Atomic](b)
-			if !ok {
-				t.Fatalf("%T has no Atomically", b)
-			}
-			tc.fn(t, b, a)
-		})
+	atomic := func(fn func(t *testing.T, b backends.Backend, a backends.Atomic)) func(t *testing.T, b backends.Backend) {
+		return func(t *testing.T, b backends.Backend) { fn(t, b, capability[backends.Atomic](t, b)) }
 	}
+	runSubtests(t, open, []subtest{
+		{"ReadsOwnWrites", atomic(testAtomicReadsOwnWrites)},
+		{"ErrorWritesNothing", atomic(testAtomicErrorWritesNothing)},
+		{"Undeclared", atomic(testAtomicUndeclared)},
+		{"TTL", atomic(testAtomicTTL)},
+		{"Concurrent", atomic(testAtomicConcurrent)},
+		{"CollReadsOwnWrites", atomic(testAtomicCollReadsOwnWrites)},
+		{"CollErrorWritesNothing", atomic(func(t *testing.T, b backends.Backend, a backends.Atomic) {
+			testAtomicCollErrorWritesNothing(t, b, a, o)
+		})},
+		{"CollConcurrent", atomic(testAtomicCollConcurrent)},
+		{"CollMixed", atomic(testAtomicCollMixed)},
+	})
 }
 
 // tagged is key with the running subtest's hash tag.
@@ -156,33 +145,45 @@ func testAtomicConcurrent(t *testing.T, b backends.Backend, a backends.Atomic) {
 	x, y := tagged(t, "x"), tagged(t, "y")
 	const total, workers, each = 100, 3, 30
 	mset(t, b, backends.KV{Key: x, Val: []byte(strconv.Itoa(total))}, backends.KV{Key: y, Val: []byte("0")})
-	var failed atomic.Pointer[error]
-	fail := func(err error) { failed.CompareAndSwap(nil, &err) }
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for range each {
-				err := a.Atomically(c, []string{x, y}, func(tx backends.Backend) error {
-					if _, err := backends.DoIncrBy(c, tx, x, -1); err != nil {
-						return err
-					}
-					_, err := backends.DoIncrBy(c, tx, y, 1)
-					return err
-				})
-				if err != nil {
-					fail(err)
-					return
-				}
+	readWhileWriting(t, workers, each, func(_, _ int) error {
+		return a.Atomically(c, []string{x, y}, func(tx backends.Backend) error {
+			if _, err := backends.DoIncrBy(c, tx, x, -1); err != nil {
+				return err
 			}
+			_, err := backends.DoIncrBy(c, tx, y, 1)
+			return err
 		})
-	}
-	stop, readerDone := make(chan struct{}), make(chan struct{})
-	reads := 0
+	}, func() error {
+		var sum int
+		err := a.Atomically(c, []string{x, y}, func(tx backends.Backend) error {
+			vals, err := tx.MGet(c, []string{x, y}, nil)
+			if err != nil {
+				return err
+			}
+			vx, _ := strconv.Atoi(string(vals[0]))
+			vy, _ := strconv.Atoi(string(vals[1]))
+			sum = vx + vy
+			return nil
+		})
+		if err == nil && sum != total {
+			err = fmt.Errorf("a read-only run saw a sum of %d, want %d", sum, total)
+		}
+		return err
+	})
+	wantGet(t, b, x, strconv.Itoa(total-workers*each), true)
+	wantGet(t, b, y, strconv.Itoa(workers*each), true)
+}
+
+// readWhileWriting runs write in workers goroutines, each times (as
+// concurrently does), and read over and over beside them until they are
+// done, at least once however fast they are. The first error of either
+// fails the test.
+func readWhileWriting(t *testing.T, workers, each int, write func(w, i int) error, read func() error) {
+	t.Helper()
+	stop, readErr := make(chan struct{}), make(chan error, 1)
 	go func() {
-		defer close(readerDone)
-		for {
-			// Stop only after a read: on a fast store the writers may
-			// be done before this goroutine first runs.
+		defer close(readErr)
+		for reads := 0; ; reads++ {
 			if reads > 0 {
 				select {
 				case <-stop:
@@ -190,36 +191,17 @@ func testAtomicConcurrent(t *testing.T, b backends.Backend, a backends.Atomic) {
 				default:
 				}
 			}
-			var sum int
-			err := a.Atomically(c, []string{x, y}, func(tx backends.Backend) error {
-				vals, err := tx.MGet(c, []string{x, y}, nil)
-				if err != nil {
-					return err
-				}
-				vx, _ := strconv.Atoi(string(vals[0]))
-				vy, _ := strconv.Atoi(string(vals[1]))
-				sum = vx + vy
-				return nil
-			})
-			if err == nil && sum != total {
-				err = fmt.Errorf("a read-only run saw a sum of %d, want %d", sum, total)
-			}
-			if err != nil {
-				fail(err)
+			if err := read(); err != nil {
+				readErr <- err
 				return
 			}
-			reads++
 		}
 	}()
-	wg.Wait()
-	close(stop)
-	<-readerDone
-	if err := failed.Load(); err != nil {
-		t.Fatal(*err)
+	func() {
+		defer close(stop) // a writer's failure stops the reader too
+		concurrently(t, workers, each, write)
+	}()
+	if err := <-readErr; err != nil {
+		t.Fatal(err)
 	}
-	if reads == 0 {
-		t.Fatal("the reader read nothing")
-	}
-	wantGet(t, b, x, strconv.Itoa(total-workers*each), true)
-	wantGet(t, b, y, strconv.Itoa(workers*each), true)
 }

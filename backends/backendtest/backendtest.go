@@ -81,10 +81,7 @@ func newOptions(opts []Option) *options {
 func InPlaceKept() Option { return func(o *options) { o.inPlaceKept = true } }
 
 func run(t *testing.T, open func(t *testing.T) backends.Backend) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, b backends.Backend)
-	}{
+	runSubtests(t, open, []subtest{
 		{"GetSet", testGetSet},
 		{"Bytes", testBytes},
 		{"SetConditions", testSetConditions},
@@ -105,11 +102,19 @@ func run(t *testing.T, open func(t *testing.T) backends.Backend) {
 		{"BorrowedKeys", testBorrowedKeys},
 		{"Update", testUpdate},
 		{"UpdateConcurrent", testUpdateConcurrent},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := open(t)
-			tc.fn(t, b)
-		})
+	})
+}
+
+// subtest is a case of a suite: its name, and its test of a store.
+type subtest struct {
+	name string
+	fn   func(t *testing.T, b backends.Backend)
+}
+
+// runSubtests runs each test on a store open makes for it.
+func runSubtests(t *testing.T, open func(t *testing.T) backends.Backend, tests []subtest) {
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
 }
 

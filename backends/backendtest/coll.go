@@ -39,10 +39,7 @@ func runCollections(t *testing.T, open func(t *testing.T) backends.Backend, o *o
 	if !runScripts(t, open, false, o) {
 		return
 	}
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, b backends.Backend)
-	}{
+	runSubtests(t, open, []subtest{
 		{"StringCommands", testCollStringCommands},
 		{"SetReplaces", testCollSetReplaces},
 		{"DelExists", testCollDelExists},
@@ -55,9 +52,7 @@ func runCollections(t *testing.T, open func(t *testing.T) backends.Backend, o *o
 		{"ConcurrentMoves", testCollConcurrentMoves},
 		{"Emptied", func(t *testing.T, b backends.Backend) { testCollEmptied(t, b, o) }},
 		{"Flush", testCollFlush}, // last: it empties the store
-	} {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
-	}
+	})
 }
 
 // runScripts runs every script through open's stores; generic hides each

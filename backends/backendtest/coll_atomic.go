@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/pgcache/pgcache/backends"
@@ -121,72 +119,38 @@ func testAtomicCollConcurrent(t *testing.T, b backends.Backend, a backends.Atomi
 	c := ctx(t)
 	l, z := tagged(t, "l"), tagged(t, "z")
 	const workers, each = 3, 20
-	var failed atomic.Pointer[error]
-	fail := func(err error) { failed.CompareAndSwap(nil, &err) }
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := range each {
-				err := a.Atomically(c, []string{l, z}, func(tx backends.Backend) error {
-					if err := tx.Do(c, []string{l}, command(t, "LPUSH", l, fmt.Sprintf("%d-%d", w, i))); err != nil {
-						return err
-					}
-					return tx.Do(c, []string{z}, command(t, "ZINCRBY", z, "1", "m"))
-				})
-				if err != nil {
-					fail(err)
-					return
-				}
+	readWhileWriting(t, workers, each, func(w, i int) error {
+		return a.Atomically(c, []string{l, z}, func(tx backends.Backend) error {
+			if err := tx.Do(c, []string{l}, command(t, "LPUSH", l, fmt.Sprintf("%d-%d", w, i))); err != nil {
+				return err
 			}
+			return tx.Do(c, []string{z}, command(t, "ZINCRBY", z, "1", "m"))
 		})
-	}
-	stop, readerDone := make(chan struct{}), make(chan struct{})
-	reads := 0
-	go func() {
-		defer close(readerDone)
-		for {
-			if reads > 0 { // at least one read, however fast the writers
-				select {
-				case <-stop:
-					return
-				default:
-				}
+	}, func() error {
+		var n, score int64
+		err := a.Atomically(c, []string{l, z}, func(tx backends.Backend) error {
+			llen := command(t, "LLEN", l)
+			if err := tx.Do(c, []string{l}, llen); err != nil {
+				return err
 			}
-			var n, score int64
-			err := a.Atomically(c, []string{l, z}, func(tx backends.Backend) error {
-				llen := command(t, "LLEN", l)
-				if err := tx.Do(c, []string{l}, llen); err != nil {
-					return err
-				}
-				zscore := command(t, "ZSCORE", z, "m")
-				if err := tx.Do(c, []string{z}, zscore); err != nil {
-					return err
-				}
-				r, _ := parseReply(render(2, llen, nil))
-				n, _ = strconv.ParseInt(r.leaves()[0], 10, 64)
-				r, _ = parseReply(render(2, zscore, nil))
-				score = 0
-				if lv := r.leaves(); len(lv) > 0 {
-					score, _ = strconv.ParseInt(lv[0], 10, 64)
-				}
-				return nil
-			})
-			if err == nil && n != score {
-				err = fmt.Errorf("a read-only run saw LLEN %d and ZSCORE %d: it saw part of a run", n, score)
+			zscore := command(t, "ZSCORE", z, "m")
+			if err := tx.Do(c, []string{z}, zscore); err != nil {
+				return err
 			}
-			if err != nil {
-				fail(err)
-				return
+			r, _ := parseReply(render(2, llen, nil))
+			n, _ = strconv.ParseInt(r.leaves()[0], 10, 64)
+			r, _ = parseReply(render(2, zscore, nil))
+			score = 0
+			if lv := r.leaves(); len(lv) > 0 {
+				score, _ = strconv.ParseInt(lv[0], 10, 64)
 			}
-			reads++
+			return nil
+		})
+		if err == nil && n != score {
+			err = fmt.Errorf("a read-only run saw LLEN %d and ZSCORE %d: it saw part of a run", n, score)
 		}
-	}()
-	wg.Wait()
-	close(stop)
-	<-readerDone
-	if err := failed.Load(); err != nil {
-		t.Fatal(*err)
-	}
+		return err
+	})
 	total := strconv.Itoa(workers * each)
 	expect(t, b, "LLEN "+l, ":"+total)
 	expect(t, b, "ZSCORE "+z+" m", fmt.Sprintf("$%d %s", len(total), total))

@@ -87,6 +87,19 @@ func (f filler) wantContents(t *testing.T, b backends.Backend, k string, want []
 	}
 }
 
+// wantMadeAnew fails unless k, a key of f's type that is gone (deleted,
+// expired, flushed, renamed away), reads empty, and the next write of it
+// starts from nothing: its one member, and no lifetime.
+func (f filler) wantMadeAnew(t *testing.T, b backends.Backend, k string) {
+	t.Helper()
+	f.wantContents(t, b, k, []string{})
+	exec(t, b, fmt.Sprintf(f.add, k))
+	f.wantContents(t, b, k, f.contentsOf("c"))
+	if d := ttl(t, b, k); d != backends.TTLPersistent {
+		t.Fatalf("TTL of a %s made anew = %v, want none", f.typ, d)
+	}
+}
+
 // wantType fails unless TYPE k answers want.
 func wantType(t *testing.T, b backends.Backend, k string, want backends.Type) {
 	t.Helper()
@@ -313,12 +326,7 @@ func testCollTTL(t *testing.T, b backends.Backend) {
 		if n := exists(t, b, k); n != 0 {
 			t.Fatalf("EXISTS after EXPIRE 0 of a %s = %d", f.typ, n)
 		}
-		f.wantContents(t, b, k, []string{})
-		exec(t, b, fmt.Sprintf(f.add, k))
-		f.wantContents(t, b, k, f.contentsOf("c"))
-		if d := ttl(t, b, k); d != backends.TTLPersistent {
-			t.Fatalf("TTL of a %s made again after EXPIRE 0 = %v", f.typ, d)
-		}
+		f.wantMadeAnew(t, b, k)
 	}
 
 	// Emptied and made again: no lifetime.
@@ -370,15 +378,10 @@ func testCollExpiry(t *testing.T, b backends.Backend) {
 		k := keys[i]
 		eventuallyWithin(t, 10*time.Second, "the "+f.typ.String()+"'s expiry", func() bool { return exists(t, b, k) == 0 })
 		wantType(t, b, k, backends.TypeNone)
-		f.wantContents(t, b, k, []string{})
 		if d := ttl(t, b, k); d != backends.TTLMissing {
 			t.Fatalf("TTL of an expired %s = %v", f.typ, d)
 		}
-		exec(t, b, fmt.Sprintf(f.add, k))
-		f.wantContents(t, b, k, f.contentsOf("c"))
-		if d := ttl(t, b, k); d != backends.TTLPersistent {
-			t.Fatalf("TTL of a %s made again after it expired = %v, want none", f.typ, d)
-		}
+		f.wantMadeAnew(t, b, k)
 	}
 	// A deadline already past deletes the key at once.
 	k := tagged(t, "past")

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/internal/glob"
 )
 
 // Collections and the keyspace capabilities: COPY and RENAME, SCAN, FLUSH.
@@ -72,9 +71,7 @@ func testCollCopy(t *testing.T, b backends.Backend) {
 			t.Fatalf("the source of a RENAME of a %s exists", f.typ)
 		}
 		f.wantContents(t, b, dst, f.contentsOf("a", "b", "c"))
-		f.wantContents(t, b, src, []string{})
-		exec(t, b, fmt.Sprintf(f.add, src))
-		f.wantContents(t, b, src, f.contentsOf("c"))
+		f.wantMadeAnew(t, b, src)
 
 		// RENAME of a string over a collection; then a collection
 		// written there starts from nothing.
@@ -84,8 +81,7 @@ func testCollCopy(t *testing.T, b backends.Backend) {
 		}
 		wantGet(t, b, dst, "s", true)
 		del(t, b, dst)
-		exec(t, b, fmt.Sprintf(f.add, dst))
-		f.wantContents(t, b, dst, f.contentsOf("c"))
+		f.wantMadeAnew(t, b, dst)
 
 		// RENAMENX of a collection.
 		nx := ks("nx")
@@ -107,17 +103,7 @@ func testCollScan(t *testing.T, b backends.Backend) {
 		want = append(want, k)
 	}
 	slices.Sort(want)
-	for _, count := range []int{1, 3, 100} {
-		got := scanAll(t, b, glob.Escape(prefix)+"*", count)
-		keys := make([]string, 0, len(got))
-		for k := range got {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		if !slices.Equal(keys, want) {
-			t.Fatalf("COUNT %d: scanned %q, want %q", count, keys, want)
-		}
-	}
+	wantScanned(t, b, prefix, want, 1, 3, 100)
 }
 
 // testCollFlush: FLUSH removes collections, from a cache in front too.
@@ -135,8 +121,6 @@ func testCollFlush(t *testing.T, b backends.Backend) {
 		t.Fatalf("%d collections left after Flush", n)
 	}
 	for i, f := range fillers {
-		f.wantContents(t, b, keys[i], []string{})
-		exec(t, b, fmt.Sprintf(f.add, keys[i]))
-		f.wantContents(t, b, keys[i], f.contentsOf("c"))
+		f.wantMadeAnew(t, b, keys[i])
 	}
 }

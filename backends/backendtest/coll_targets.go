@@ -83,15 +83,7 @@ func (s *storeTarget) do(t *testing.T, proto int, args [][]byte) []byte {
 		return w.Bytes()
 	case "get":
 		v, ok, err := s.b.Get(c, string(args[1]))
-		switch {
-		case err != nil:
-			return errorReply(err)
-		case ok:
-			w.Bulk(v)
-		default:
-			w.Null()
-		}
-		return w.Bytes()
+		return getReply(w, v, ok, err)
 	case "copy", "rename":
 		o := backends.CopyOptions{Replace: len(args) > 3 && strings.EqualFold(string(args[3]), "replace")}
 		rename := strings.EqualFold(string(args[0]), "rename")
@@ -127,6 +119,19 @@ func (s *storeTarget) do(t *testing.T, proto int, args [][]byte) []byte {
 		run = opaqueOp{op}
 	}
 	return render(proto, op, s.b.Do(c, keysOf(args, req.KeyAt), run))
+}
+
+// getReply answers GET as Redis does: the value, nil, or the error.
+func getReply(w *coll.RESPBuffer, v []byte, ok bool, err error) []byte {
+	switch {
+	case err != nil:
+		return errorReply(err)
+	case ok:
+		w.Bulk(v)
+	default:
+		w.Null()
+	}
+	return w.Bytes()
 }
 
 // copyReply answers COPY (r: what Copy did) or RENAME as Redis does.
@@ -177,15 +182,12 @@ func (d *refDB) do(t *testing.T, proto int, args [][]byte) []byte {
 		return w.Bytes()
 	case "get":
 		k := string(args[1])
-		switch v, ok := d.strs[k]; {
-		case d.vals[k] != nil:
-			return errorReply(backends.ErrWrongType)
-		case ok:
-			w.Bulk(v)
-		default:
-			w.Null()
+		v, ok := d.strs[k]
+		var err error
+		if d.vals[k] != nil {
+			err = backends.ErrWrongType
 		}
-		return w.Bytes()
+		return getReply(w, v, ok, err)
 	case "copy", "rename":
 		rename := strings.EqualFold(string(args[0]), "rename")
 		src, dst := string(args[1]), string(args[2])

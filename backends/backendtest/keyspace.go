@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,10 +17,7 @@ import (
 // backends/keyspace.go). Subtests share the store with the others: scans
 // match their own keys only, and the flush runs last.
 func runKeyspace(t *testing.T, open func(t *testing.T) backends.Backend) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, b backends.Backend)
-	}{
+	runSubtests(t, open, []subtest{
 		{"Scan", testScan},
 		{"ScanUnknownCursor", testScanUnknownCursor},
 		{"ScanUnderWrites", testScanUnderWrites},
@@ -28,12 +26,7 @@ func runKeyspace(t *testing.T, open func(t *testing.T) backends.Backend) {
 		{"ExpireTime", testExpireTime},
 		{"RandomKey", testRandomKey},
 		{"Flush", testFlush},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := open(t)
-			tc.fn(t, b)
-		})
-	}
+	})
 }
 
 func capability[T any](t *testing.T, b backends.Backend) T {
@@ -50,9 +43,14 @@ func capability[T any](t *testing.T, b backends.Backend) T {
 // a set, with how often each came back.
 func scanAll(t *testing.T, b backends.Backend, match string, count int) map[string]int {
 	t.Helper()
+	return scanFrom(t, b, 0, match, count)
+}
+
+// scanFrom is scanAll from cursor cur on.
+func scanFrom(t *testing.T, b backends.Backend, cur uint64, match string, count int) map[string]int {
+	t.Helper()
 	sc := capability[backends.Scanner](t, b)
 	got := map[string]int{}
-	var cur uint64
 	for pages := 0; ; pages++ {
 		if pages > 100_000 {
 			t.Fatal("the scan does not end")
@@ -85,21 +83,23 @@ func testScan(t *testing.T, b backends.Backend) {
 	}
 	set(t, b, prefix+"gone", "v", backends.SetOptions{TTL: rel(time.Millisecond)})
 	time.Sleep(5 * time.Millisecond)
-	for _, count := range []int{1, 3, 10, 1000} {
-		got := scanAll(t, b, glob.Escape(prefix)+"*", count)
-		keys := make([]string, 0, len(got))
-		for k := range got {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		if !slices.Equal(keys, want) {
-			t.Fatalf("COUNT %d: scanned %q, want %q", count, keys, want)
-		}
-	}
+	wantScanned(t, b, prefix, want, 1, 3, 10, 1000)
 	// A narrower pattern: the keys k1x.
 	got := scanAll(t, b, glob.Escape(prefix)+"k1?", 4)
 	if len(got) != 10 {
 		t.Fatalf("MATCH k1? found %d keys: %v", len(got), got)
+	}
+}
+
+// wantScanned fails unless a whole scan of the keys under prefix, with
+// each count, returns want (sorted).
+func wantScanned(t *testing.T, b backends.Backend, prefix string, want []string, counts ...int) {
+	t.Helper()
+	for _, count := range counts {
+		keys := slices.Sorted(maps.Keys(scanAll(t, b, glob.Escape(prefix)+"*", count)))
+		if !slices.Equal(keys, want) {
+			t.Fatalf("COUNT %d: scanned %q, want %q", count, keys, want)
+		}
 	}
 }
 
@@ -111,17 +111,8 @@ func testScanUnknownCursor(t *testing.T, b backends.Backend) {
 	for i := range 5 {
 		set(t, b, fmt.Sprintf("%s%d", prefix, i), "v", backends.SetOptions{})
 	}
-	sc := capability[backends.Scanner](t, b)
-	match := glob.Escape(prefix) + "*"
 	for _, cur := range []uint64{123456789, 1<<52 + 12345, backends.MaxCursor} {
-		for pages := 0; cur != 0; pages++ {
-			if pages > 10_000 {
-				t.Fatal("a scan from an unknown cursor does not end")
-			}
-			next, _, err := sc.Scan(ctx(t), cur, match, 2)
-			noErr(t, err)
-			cur = next
-		}
+		scanFrom(t, b, cur, glob.Escape(prefix)+"*", 2)
 	}
 }
 

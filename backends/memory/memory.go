@@ -39,12 +39,11 @@ type Options struct {
 	MaxBytes decode.ByteSize `mapstructure:"max_bytes"`
 }
 
-// New builds a memory driver.
-func New(_ context.Context, name string, options map[string]any, env backends.Env) (backends.Driver, error) {
-	var o Options
-	if err := decode.Strict(options, &o); err != nil {
-		return nil, err
-	}
+// New builds a memory driver from its config options, decoded strictly.
+var New = backends.Decoded(fromOptions)
+
+// fromOptions builds a driver from decoded options.
+func fromOptions(name string, o Options, env backends.Env) (*Driver, error) {
 	if o.MaxBytes == 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}

@@ -90,21 +90,28 @@ func (s *Store) get(k string) (*item, bool) { return otterread.Get(s.c, k) }
 
 // Get returns the value of a live key.
 func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
+	it, found, err := s.read(k)
+	switch {
+	case err != nil || !found:
+		return nil, false, err
+	case !it.alive():
+		s.expired(k)
+		return nil, false, nil
+	case it.isColl():
+		return nil, false, backends.ErrWrongType
+	}
+	return it.val(), true, nil
+}
+
+// read looks k up as of one moment: while no atomic run is under way, as
+// it is; otherwise between two reads of its stripe's sequence, again if a
+// run wrote meanwhile.
+func (s *Store) read(k string) (*item, bool, error) {
 	if s.locks != nil {
 		if gen, ok := s.locks.quiet(); ok {
 			it, found := s.get(s.k(k))
 			if s.locks.stillQuiet(gen) {
-				if !found {
-					return nil, false, nil
-				}
-				if !it.alive() {
-					s.expired(k)
-					return nil, false, nil
-				}
-				if it.isColl() {
-					return nil, false, backends.ErrWrongType
-				}
-				return it.val(), true, nil
+				return it, found, nil
 			}
 		}
 	}
@@ -114,21 +121,10 @@ func (s *Store) Get(_ context.Context, k string) ([]byte, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		it, ok := s.get(s.k(k))
-		if !st.readOK(seq) {
-			continue // an atomic run wrote meanwhile
+		if it, found := s.get(s.k(k)); st.readOK(seq) {
+			return it, found, nil
 		}
-		if !ok {
-			return nil, false, nil
-		}
-		if !it.alive() {
-			s.expired(k)
-			return nil, false, nil
-		}
-		if it.isColl() {
-			return nil, false, backends.ErrWrongType
-		}
-		return it.val(), true, nil
+		// an atomic run wrote meanwhile
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -181,7 +182,7 @@ func (s *KV) lockOrder(keys []any) any {
 // nativeWrite is one write (see the top of this file): the keys' rows
 // locked (made of kind where there are none), the statement sql, and, when
 // drop, dropEmptySQL. scan reads the statement's result; it is called
-// again when the batch is.
+// again when the batch is. A write of one key is most often writeKey's.
 type nativeWrite struct {
 	keys []any // as keyParams
 	kind byte
@@ -248,6 +249,59 @@ func (s *KV) write(ctx context.Context, op backends.Op, w nativeWrite) error {
 	return nil
 }
 
+// writeKey runs w on key alone: its statement takes the key as $1, then
+// w.args, and answers one row, WRONGTYPE and then dest. It fills w's keys
+// and scan.
+func (s *KV) writeKey(ctx context.Context, op backends.Op, key string, w nativeWrite, dest ...any) error {
+	k, err := s.keyParam(ctx, op, key)
+	if err != nil {
+		return err
+	}
+	var wrong bool
+	row := append([]any{&wrong}, dest...)
+	w.keys, w.args = []any{k}, append([]any{k}, w.args...)
+	w.scan = func(br pgx.BatchResults) error { return br.QueryRow().Scan(row...) }
+	return wrongType(s.write(ctx, op, w), wrong)
+}
+
+// pop runs a pop of up to count members of key (LPOP, RPOP, ZPOPMIN,
+// ZPOPMAX; a negative count: one) with sql, which takes the key and the
+// count as $1 and $2 and answers a row per member it popped, in the order
+// they go: WRONGTYPE, whether the key held kind, the member (NULL in the
+// one row of a pop of none) and then val. found is set from the rows;
+// reset empties the Op's result and add appends the member of the row
+// just read, with val (the batch may run again).
+func (s *KV) pop(ctx context.Context, op backends.Op, key string, kind byte, sql string, count int64,
+	found *bool, val any, reset func(), add func(member []byte)) error {
+	k, err := s.keyParam(ctx, op, key)
+	if err != nil {
+		return err
+	}
+	if count < 0 {
+		count = 1
+	}
+	var wrong, held bool
+	var member []byte
+	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kind, drop: true, sql: sql, args: []any{k, count},
+		scan: func(br pgx.BatchResults) error {
+			*found, wrong = false, false
+			reset()
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			_, err = pgx.ForEachRow(rows, []any{&wrong, &held, &member, val}, func() error {
+				*found = held
+				if member != nil {
+					add(member)
+				}
+				return nil
+			})
+			return err
+		}})
+	return wrongType(err, wrong)
+}
+
 // keyBit is the bit of the key at 1-based place at (array_position's), 0
 // past 64.
 func keyBit(at int) uint64 {
@@ -292,11 +346,44 @@ func (s *KV) readRows(ctx context.Context, op backends.Op, sql string, args []an
 	})
 }
 
-// counted is a read of a count: the key's kind, and n (0 unless the key
-// holds want).
-func (s *KV) counted(ctx context.Context, op backends.Op, want byte, sql string, args []any, n *int64) error {
+// readMembers runs a read of members of a collection of kind want
+// (readRows), whose statement answers a row of the key's kind with a NULL
+// member, and a row per member, with val when there is one (nil: the
+// rows have no more columns); add takes the member of each such row. held
+// is false when the key holds no collection of want, or the read failed
+// (err says which); reset empties what add filled (the batch may run
+// again).
+func (s *KV) readMembers(ctx context.Context, op backends.Op, want byte, sql string, args []any,
+	reset func(), val any, add func(member []byte)) (held bool, err error) {
+	var kind, rowKind *string
+	var member []byte
+	dest := []any{&rowKind, &member}
+	if val != nil {
+		dest = append(dest, val)
+	}
+	err = s.readRows(ctx, op, sql, args, reset, dest, func() error {
+		if member == nil {
+			kind = rowKind
+		} else {
+			add(member)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return holds(kind, want)
+}
+
+// counted is a read of a count of key: sql takes the key as $1, then
+// args, and answers the key's kind and n (0 unless the key holds want).
+func (s *KV) counted(ctx context.Context, op backends.Op, key string, want byte, sql string, n *int64, args ...any) error {
+	k, err := s.keyParam(ctx, op, key)
+	if err != nil {
+		return err
+	}
 	var kind *string
-	if err := s.readRow(ctx, op, sql, args, &kind, n); err != nil {
+	if err := s.readRow(ctx, op, sql, append([]any{k}, args...), &kind, n); err != nil {
 		return err
 	}
 	ok, err := holds(kind, want)
@@ -390,3 +477,23 @@ const liveKind = `h AS (SELECT kind FROM {t} WHERE key = $1::{k} AND expires_at 
 // rowKind is a read's first column: the kind of $1's live row, as text
 // (NULL: none).
 const rowKind = `(SELECT kind::text FROM {t} WHERE key = $1::{k} AND expires_at > now())`
+
+// $1 key. HLEN, SCARD, ZCARD: the key's items counted.
+const countSQL = `SELECT {kind}, (SELECT count(*) FROM {i} WHERE key = $1::{k})`
+
+// removeSQL is a removal from a collection of kind: $1 key, cond the
+// members', with CTEs of with before. WRONGTYPE, and how many it removed.
+func removeSQL(kind byte, with, cond string) string {
+	return strings.NewReplacer("{with}", with, "{cond}", cond, "{is}", string(kind)).Replace(`
+WITH {h}{with},
+d AS (
+    DELETE FROM {i}
+    WHERE key = $1::{k} AND {cond} AND EXISTS (SELECT FROM h WHERE kind = '{is}')
+    RETURNING true
+)
+SELECT coalesce((SELECT kind <> '{is}' FROM h), false), (SELECT count(*) FROM d)`)
+}
+
+// inMembers is the removeSQL cond of HDEL, SREM and ZREM: $2 the members
+// (a hash's fields).
+const inMembers = `member = ANY($2::bytea[])`

@@ -13,6 +13,7 @@ type collSQL struct {
 
 	// The commands' own statements (collnative.go).
 	lockRows, dropEmpty string
+	count               string // HLEN, SCARD, ZCARD: countSQL
 	hash                hashSQL
 	set                 setsSQL
 	zset                zsetSQL
@@ -29,7 +30,7 @@ func collStatements(t, items string, k keyType) collSQL {
 	for _, arr := range []*[2]string{&z.byScore, &z.byLex, &z.byLexTo, &z.byRank, &z.byRankN, &z.remRank, &z.pop, &l.pop, &l.bpop} {
 		arr[0], arr[1] = fill(arr[0]), fill(arr[1])
 	}
-	for _, one := range []*string{&z.add, &z.addXX, &z.cas, &z.rem, &z.score, &z.scores, &z.count, &z.countScore, &z.rank, &z.revRank,
+	for _, one := range []*string{&z.add, &z.addXX, &z.cas, &z.rem, &z.score, &z.scores, &z.countScore, &z.rank, &z.revRank,
 		&z.remScore, &z.remLex, &z.remLexTo, &z.remRankN,
 		&l.push, &l.count, &l.index, &l.rng, &l.set, &l.trim, &l.move} {
 		*one = fill(*one)
@@ -50,27 +51,34 @@ func collStatements(t, items string, k keyType) collSQL {
 
 		lockRows:  fill(lockRowsSQL),
 		dropEmpty: fill(dropEmptySQL),
+		count:     fill(countSQL),
 		hash: hashSQL{get: fill(hashGetSQL), getLen: fill(hashGetLenSQL), getMany: fill(hashGetManySQL),
-			count: fill(hashCountSQL), set: fill(hashSetSQL), setNX: fill(hashSetNXSQL),
-			del: fill(hashDelSQL), incr: fill(hashIncrSQL), cas: fill(hashCASSQL)},
-		set:  setsSQL{add: fill(setAddSQL), rem: fill(setRemSQL), has: fill(setHasSQL), hasMany: fill(setHasManySQL), count: fill(setCountSQL)},
+			set: fill(hashSetSQL), setNX: fill(hashSetNXSQL),
+			del: fill(removeSQL(kindHash, "", inMembers)), incr: fill(hashIncrSQL), cas: fill(hashCASSQL)},
+		set: setsSQL{add: fill(setAddSQL), rem: fill(removeSQL(kindSet, "", inMembers)), has: fill(setHasSQL),
+			hasMany: fill(setHasManySQL)},
 		zset: z,
 		list: l,
 	}
 }
 
-// $1 keys. The live rows of keys, with their remaining microseconds (-1
-// for none) from now(), and a collection's items, one row each, in the
-// collection's order; a string's row comes once, with NULL items. One
-// statement, so one snapshot: the items are the rows'. The order is by
-// score, then member: a sorted set's, a hash's fields in the order they
-// were added (their score is a sequence: Redis answers a small hash in
-// that order), a list's positions, a set's members.
-const loadSQL = `
+// loadColumns are what a load answers per row (loadRows reads them): a
+// row h of the kv table, with its remaining microseconds (-1 for none)
+// from now(), and an item i of its collection.
+const loadColumns = `
 SELECT h.key::text, h.kind, h.value,
        CASE WHEN h.expires_at = 'infinity' THEN -1
             ELSE floor(extract(epoch FROM h.expires_at - now()) * 1000000)::int8 END,
-       i.member, i.score, i.value
+       i.member, i.score, i.value`
+
+// $1 keys. The live rows of keys and a collection's items, one row each,
+// in the collection's order (loadColumns); a string's row comes once,
+// with NULL items. One statement, so one snapshot: the items are the
+// rows'. The order is by score, then member: a sorted set's, a hash's
+// fields in the order they were added (their score is a sequence: Redis
+// answers a small hash in that order), a list's positions, a set's
+// members.
+const loadSQL = loadColumns + `
 FROM {t} AS h
 LEFT JOIN {i} AS i ON i.key = h.key AND h.kind <> 's'
 WHERE h.key = ANY($1::{k}[]) AND h.expires_at > now()
@@ -83,11 +91,7 @@ const lockKeyRowsSQL = `SELECT 1 FROM {t} WHERE key = ANY($1::{k}[]) ORDER BY ke
 
 // $1 key, $2 the most items to read. loadSQL of one key, for a cache that
 // keeps collections up to a size: it reads no more items than that.
-const loadOneSQL = `
-SELECT h.key::text, h.kind, h.value,
-       CASE WHEN h.expires_at = 'infinity' THEN -1
-            ELSE floor(extract(epoch FROM h.expires_at - now()) * 1000000)::int8 END,
-       i.member, i.score, i.value
+const loadOneSQL = loadColumns + `
 FROM {t} AS h
 LEFT JOIN LATERAL (
     SELECT member, score, value FROM {i}

@@ -23,7 +23,6 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/internal/deadline"
-	"github.com/pgcache/pgcache/internal/decode"
 	"github.com/pgcache/pgcache/pubsub"
 )
 
@@ -64,28 +63,18 @@ type opened interface {
 	core() *base
 }
 
-// New builds a driver from its options. It does not connect: pgxpool opens
-// connections when they are first needed.
-func New(_ context.Context, name string, options map[string]any, env backends.Env) (backends.Driver, error) {
-	var o Options
-	if err := decode.Strict(options, &o); err != nil {
-		return nil, err
-	}
-	d, err := NewDriver(name, o, env.Log)
-	if err != nil {
-		return nil, err
-	}
-	d.enc = env.Encodings
-	return d, nil
-}
+// New builds a driver from its config options, decoded strictly. It does
+// not connect: pgxpool opens connections when they are first needed.
+var New = backends.Decoded(NewDriver)
 
 // NewDriver builds a driver from decoded options; zero fields get their
 // defaults.
-func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
+func NewDriver(name string, o Options, env backends.Env) (*Driver, error) {
 	o.fill()
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	log := env.Log
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -112,6 +101,7 @@ func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
 		pool:      pool,
 		asyncCfg:  asyncCfg,
 		deadlines: deadline.New(time.Duration(o.CommandTimeout)),
+		enc:       env.Encodings,
 		stores:    map[opened]struct{}{},
 	}
 	return d, nil

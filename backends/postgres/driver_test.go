@@ -92,7 +92,7 @@ func TestPGEnvironment(t *testing.T) {
 	t.Setenv("PGPORT", "1")
 	t.Setenv("PGUSER", "envuser")
 	t.Setenv("PGDATABASE", "envdb")
-	d, err := NewDriver("pg", Options{}, nil)
+	d, err := NewDriver("pg", Options{}, backends.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func newDriver(t testing.TB, opts Options) *Driver {
 	if opts.SweepInterval == 0 {
 		opts.SweepInterval = decode.Duration(-1)
 	}
-	d, err := NewDriver("pg", opts, zaptest.NewLogger(t))
+	d, err := NewDriver("pg", opts, backends.Env{Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,21 +17,13 @@ import (
 
 // hashSQL are the statements of the hash commands.
 type hashSQL struct {
-	get, getLen, getMany, count, set, setNX, del, incr, cas string
+	get, getLen, getMany, set, setNX, del, incr, cas string
 }
 
 // hashSet is HSET and HMSET.
 func (s *KV) hashSet(ctx context.Context, key string, op *coll.HSet) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
 	fields, values := lastValues(op.Pairs)
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindHash, sql: s.coll.hash.set,
-		args: []any{k, fields, values},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Added) }})
-	return wrongType(err, wrong)
+	return s.writeKey(ctx, op, key, nativeWrite{kind: kindHash, sql: s.coll.hash.set, args: []any{fields, values}}, &op.Added)
 }
 
 // lastValues are the fields of HSET's pairs, each once, in the order they
@@ -52,15 +44,8 @@ func lastValues(pairs [][]byte) (fields, values [][]byte) {
 
 // hashSetNX is HSETNX.
 func (s *KV) hashSetNX(ctx context.Context, key string, op *coll.HSetNX) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindHash, sql: s.coll.hash.setNX,
-		args: []any{k, op.Field, value(op.Value)},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Added) }})
-	return wrongType(err, wrong)
+	return s.writeKey(ctx, op, key, nativeWrite{kind: kindHash, sql: s.coll.hash.setNX,
+		args: []any{op.Field, value(op.Value)}}, &op.Added)
 }
 
 // field reads one field of key's hash into dest: its value (with getSQL),
@@ -102,26 +87,15 @@ func (s *KV) hashMGet(ctx context.Context, key string, op *coll.HMGet) error {
 	if err != nil {
 		return err
 	}
-	var kind, rowKind *string
-	var member, val []byte
+	var val []byte
 	vals := make(map[string][]byte, len(op.Fields))
-	err = s.readRows(ctx, op, s.coll.hash.getMany, []any{k, op.Fields}, func() { clear(vals) },
-		[]any{&rowKind, &member, &val}, func() error {
-			if member == nil {
-				kind = rowKind
-			} else {
-				vals[string(member)] = val
-			}
-			return nil
-		})
+	held, err := s.readMembers(ctx, op, kindHash, s.coll.hash.getMany, []any{k, op.Fields}, func() { clear(vals) },
+		&val, func(member []byte) { vals[string(member)] = val })
 	if err != nil {
 		return err
 	}
-	if ok, err := holds(kind, kindHash); !ok {
+	if !held {
 		clear(vals)
-		if err != nil {
-			return err
-		}
 	}
 	for _, f := range op.Fields {
 		op.Values = append(op.Values, vals[string(f)]) // nil when missing
@@ -150,41 +124,24 @@ func (s *KV) hashStrLen(ctx context.Context, key string, op *coll.HStrLen) error
 
 // hashLen is HLEN.
 func (s *KV) hashLen(ctx context.Context, key string, op *coll.HLen) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	return s.counted(ctx, op, kindHash, s.coll.hash.count, []any{k}, &op.Len)
+	return s.counted(ctx, op, key, kindHash, s.coll.count, &op.Len)
 }
 
 // hashDel is HDEL.
 func (s *KV) hashDel(ctx context.Context, key string, op *coll.HDel) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindHash, drop: true, sql: s.coll.hash.del,
-		args: []any{k, op.Fields},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Deleted) }})
-	return wrongType(err, wrong)
+	return s.writeKey(ctx, op, key, nativeWrite{kind: kindHash, drop: true, sql: s.coll.hash.del,
+		args: []any{op.Fields}}, &op.Deleted)
 }
 
 // hashIncrBy is HINCRBY, computed by the statement. When it refuses (the
 // field is not an integer, or the sum would overflow), Run on a hash of
 // just that field, as the statement read it, says which error Redis gives.
 func (s *KV) hashIncrBy(ctx context.Context, key string, op *coll.HIncrBy) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
 	var result *int64
 	var old []byte
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindHash, sql: s.coll.hash.incr,
-		args: []any{k, op.Field, op.Incr},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &result, &old) }})
-	if err = wrongType(err, wrong); err != nil {
+	err := s.writeKey(ctx, op, key, nativeWrite{kind: kindHash, sql: s.coll.hash.incr,
+		args: []any{op.Field, op.Incr}}, &result, &old)
+	if err != nil {
 		return err
 	}
 	if result != nil {
@@ -262,9 +219,6 @@ SELECT {kind}, NULL::bytea, NULL::bytea
 UNION ALL
 SELECT NULL, member, value FROM {i} WHERE key = $1::{k} AND member = ANY($2::bytea[])`
 
-// $1 key. HLEN: the hash's fields counted (its index entries).
-const hashCountSQL = `SELECT {kind}, (SELECT count(*) FROM {i} WHERE key = $1::{k})`
-
 // $1 key, $2 fields (distinct), $3 values. HSET: the fields written as
 // putFieldsSQL writes them; the count of those that were not there.
 const hashSetSQL = `
@@ -295,16 +249,6 @@ base AS (
     RETURNING true
 )
 SELECT coalesce((SELECT kind <> 'h' FROM h), false), EXISTS (SELECT FROM put)`
-
-// $1 key, $2 fields. HDEL.
-const hashDelSQL = `
-WITH {h},
-d AS (
-    DELETE FROM {i}
-    WHERE key = $1::{k} AND member = ANY($2::bytea[]) AND EXISTS (SELECT FROM h WHERE kind = 'h')
-    RETURNING true
-)
-SELECT coalesce((SELECT kind <> 'h' FROM h), false), (SELECT count(*) FROM d)`
 
 // $1 key, $2 field, $3 increment. HINCRBY with Redis's rules, as incrSQL
 // has them: a missing field counts as 0, a value must be a decimal integer

@@ -32,47 +32,16 @@ type listSQL struct {
 
 // listPush is LPUSH, RPUSH, LPUSHX and RPUSHX.
 func (s *KV) listPush(ctx context.Context, key string, op *coll.Push) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindList, drop: op.X, sql: s.coll.list.push,
-		args: []any{k, op.Elems, op.End == coll.Left, op.X},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Len) }})
-	return wrongType(err, wrong)
+	return s.writeKey(ctx, op, key, nativeWrite{kind: kindList, drop: op.X, sql: s.coll.list.push,
+		args: []any{op.Elems, op.End == coll.Left, op.X}}, &op.Len)
 }
 
 // listPop is LPOP and RPOP, with or without a count.
 func (s *KV) listPop(ctx context.Context, key string, op *coll.Pop) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	n := op.Count
-	if n < 0 {
-		n = 1
-	}
-	var wrong, found bool
-	var member, elem []byte
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindList, drop: true, sql: s.coll.list.pop[index(op.End == coll.Right)],
-		args: []any{k, n},
-		scan: func(br pgx.BatchResults) error {
-			op.Found, op.Elems, wrong = false, op.Elems[:0], false
-			rows, err := br.Query()
-			if err != nil {
-				return err
-			}
-			_, err = pgx.ForEachRow(rows, []any{&wrong, &found, &member, &elem}, func() error {
-				op.Found = found
-				if member != nil {
-					op.Elems = append(op.Elems, value(elem))
-				}
-				return nil
-			})
-			return err
-		}})
-	return wrongType(err, wrong)
+	var elem []byte
+	return s.pop(ctx, op, key, kindList, s.coll.list.pop[index(op.End == coll.Right)], op.Count, &op.Found, &elem,
+		func() { op.Elems = op.Elems[:0] },
+		func([]byte) { op.Elems = append(op.Elems, value(elem)) })
 }
 
 // listLen is LLEN: the list's ends, read from the primary key.
@@ -133,22 +102,11 @@ func (s *KV) listRange(ctx context.Context, key string, op *coll.LRange) error {
 	}
 	type elem struct{ at, val []byte }
 	var elems []elem
-	var kind, rowKind *string
-	var member, val []byte
-	err = s.readRows(ctx, op, s.coll.list.rng, []any{k, clampRank(op.Start), clampRank(op.Stop)},
-		func() { elems = elems[:0] }, []any{&rowKind, &member, &val}, func() error {
-			if member == nil {
-				kind = rowKind
-			} else {
-				elems = append(elems, elem{member, val})
-			}
-			return nil
-		})
+	var val []byte
+	held, err := s.readMembers(ctx, op, kindList, s.coll.list.rng, []any{k, clampRank(op.Start), clampRank(op.Stop)},
+		func() { elems = elems[:0] }, &val, func(member []byte) { elems = append(elems, elem{member, val}) })
 	op.Elems = nil
-	if err != nil {
-		return err
-	}
-	if ok, err := holds(kind, kindList); !ok || len(elems) == 0 {
+	if !held || len(elems) == 0 {
 		return err
 	}
 	slices.SortFunc(elems, func(a, b elem) int { return bytes.Compare(a.at, b.at) })
@@ -165,15 +123,10 @@ func (s *KV) listSet(ctx context.Context, key string, op *coll.LSet) error {
 	if op.BadIndex != nil {
 		return errNotNative
 	}
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong, exists, set bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindList, drop: true, sql: s.coll.list.set,
-		args: []any{k, clampRank(op.Index), value(op.Elem)},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &exists, &set) }})
-	switch err = wrongType(err, wrong); {
+	var exists, set bool
+	err := s.writeKey(ctx, op, key, nativeWrite{kind: kindList, drop: true, sql: s.coll.list.set,
+		args: []any{clampRank(op.Index), value(op.Elem)}}, &exists, &set)
+	switch {
 	case err != nil:
 		return err
 	case !exists:
@@ -186,15 +139,8 @@ func (s *KV) listSet(ctx context.Context, key string, op *coll.LSet) error {
 
 // listTrim is LTRIM.
 func (s *KV) listTrim(ctx context.Context, key string, op *coll.LTrim) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindList, drop: true, sql: s.coll.list.trim,
-		args: []any{k, clampRank(op.Start), clampRank(op.Stop)},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong) }})
-	return wrongType(err, wrong)
+	return s.writeKey(ctx, op, key, nativeWrite{kind: kindList, drop: true, sql: s.coll.list.trim,
+		args: []any{clampRank(op.Start), clampRank(op.Stop)}})
 }
 
 // listMove is LMOVE and RPOPLPUSH: both rows locked in key order. One key

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgcache/pgcache/backends/coll"
 )
 
@@ -13,34 +11,19 @@ import (
 
 // setsSQL are the statements of the set commands.
 type setsSQL struct {
-	add, rem, has, hasMany, count string
+	add, rem, has, hasMany string
 }
 
 // setAdd is SADD: concurrent SADDs of one set queue on its row, so each
 // counts exactly the members it added.
 func (s *KV) setAdd(ctx context.Context, key string, op *coll.SAdd) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindSet, sql: s.coll.set.add,
-		args: []any{k, op.Members},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Added) }})
-	return wrongType(err, wrong)
+	return s.writeKey(ctx, op, key, nativeWrite{kind: kindSet, sql: s.coll.set.add, args: []any{op.Members}}, &op.Added)
 }
 
 // setRem is SREM.
 func (s *KV) setRem(ctx context.Context, key string, op *coll.SRem) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindSet, drop: true, sql: s.coll.set.rem,
-		args: []any{k, op.Members},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Removed) }})
-	return wrongType(err, wrong)
+	return s.writeKey(ctx, op, key, nativeWrite{kind: kindSet, drop: true, sql: s.coll.set.rem,
+		args: []any{op.Members}}, &op.Removed)
 }
 
 // setIsMember is SISMEMBER and SMISMEMBER.
@@ -60,22 +43,9 @@ func (s *KV) setIsMember(ctx context.Context, key string, op *coll.SIsMember) er
 		op.Found = append(op.Found, ok && in)
 		return err
 	}
-	var kind, rowKind *string
-	var member []byte
 	in := make(map[string]bool, len(op.Members))
-	err = s.readRows(ctx, op, s.coll.set.hasMany, []any{k, op.Members}, func() { clear(in) },
-		[]any{&rowKind, &member}, func() error {
-			if member == nil {
-				kind = rowKind
-			} else {
-				in[string(member)] = true
-			}
-			return nil
-		})
-	if err != nil {
-		return err
-	}
-	ok, err := holds(kind, kindSet)
+	ok, err := s.readMembers(ctx, op, kindSet, s.coll.set.hasMany, []any{k, op.Members}, func() { clear(in) },
+		nil, func(member []byte) { in[string(member)] = true })
 	if err != nil {
 		return err
 	}
@@ -87,11 +57,7 @@ func (s *KV) setIsMember(ctx context.Context, key string, op *coll.SIsMember) er
 
 // setCard is SCARD.
 func (s *KV) setCard(ctx context.Context, key string, op *coll.SCard) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	return s.counted(ctx, op, kindSet, s.coll.set.count, []any{k}, &op.Card)
+	return s.counted(ctx, op, key, kindSet, s.coll.count, &op.Card)
 }
 
 // $1 key, $2 members. SADD: the members that were not there, counted.
@@ -106,16 +72,6 @@ ins AS (
 )
 SELECT coalesce((SELECT kind <> 't' FROM h), false), (SELECT count(*) FROM ins)`
 
-// $1 key, $2 members. SREM.
-const setRemSQL = `
-WITH {h},
-d AS (
-    DELETE FROM {i}
-    WHERE key = $1::{k} AND member = ANY($2::bytea[]) AND EXISTS (SELECT FROM h WHERE kind = 't')
-    RETURNING true
-)
-SELECT coalesce((SELECT kind <> 't' FROM h), false), (SELECT count(*) FROM d)`
-
 // $1 key, $2 member. SISMEMBER: whether it is in the set.
 const setHasSQL = `SELECT {kind}, EXISTS (SELECT FROM {i} WHERE key = $1::{k} AND member = $2::bytea)`
 
@@ -125,6 +81,3 @@ const setHasManySQL = `
 SELECT {kind}, NULL::bytea
 UNION ALL
 SELECT NULL, member FROM {i} WHERE key = $1::{k} AND member = ANY($2::bytea[])`
-
-// $1 key. SCARD.
-const setCountSQL = `SELECT {kind}, (SELECT count(*) FROM {i} WHERE key = $1::{k})`

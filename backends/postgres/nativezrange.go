@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgcache/pgcache/backends/coll"
 )
 
@@ -118,22 +116,10 @@ func (s *KV) zsetRange(ctx context.Context, keys []string, op *coll.ZRange) erro
 			sql, args = s.coll.zset.byRank[index(op.Rev != flip)], []any{k, offset, limit}
 		}
 	}
-	var kind, rowKind *string
-	var member []byte
 	var score *float64
-	err = s.readRows(ctx, op, sql, args, func() { op.Result = op.Result[:0] },
-		[]any{&rowKind, &member, &score}, func() error {
-			if member == nil {
-				kind = rowKind
-			} else {
-				op.Result = append(op.Result, coll.ZEntry{Member: string(member), Score: *score})
-			}
-			return nil
-		})
-	if err != nil {
-		return err
-	}
-	if ok, err := holds(kind, kindZSet); !ok {
+	held, err := s.readMembers(ctx, op, kindZSet, sql, args, func() { op.Result = op.Result[:0] },
+		&score, func(member []byte) { op.Result = append(op.Result, coll.ZEntry{Member: string(member), Score: *score}) })
+	if !held {
 		op.Result = op.Result[:0]
 		return err
 	}
@@ -154,66 +140,33 @@ func (s *KV) zsetRange(ctx context.Context, keys []string, op *coll.ZRange) erro
 
 // zsetRemRange is ZREMRANGEBYSCORE, ZREMRANGEBYLEX and ZREMRANGEBYRANK.
 func (s *KV) zsetRemRange(ctx context.Context, key string, op *coll.ZRemRange) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var sql string
-	var args []any
+	w := nativeWrite{kind: kindZSet, drop: true}
 	switch op.By {
 	case coll.ByScore:
 		min, max := scoreBounds(op.Score)
-		sql, args = s.coll.zset.remScore, []any{k, min, max}
+		w.sql, w.args = s.coll.zset.remScore, []any{min, max}
 	case coll.ByLex:
 		min, max, maxEx, bounded := lexBounds(op.Lex)
-		sql, args = s.coll.zset.remLex, []any{k, min}
+		w.sql, w.args = s.coll.zset.remLex, []any{min}
 		if bounded {
-			sql, args = s.coll.zset.remLexTo, append(args, max, maxEx)
+			w.sql, w.args = s.coll.zset.remLexTo, append(w.args, max, maxEx)
 		}
 	default:
 		offset, limit, flip, counted := rankWindow(op.Start, op.Stop)
-		sql, args = s.coll.zset.remRank[index(flip)], []any{k, offset, limit}
+		w.sql, w.args = s.coll.zset.remRank[index(flip)], []any{offset, limit}
 		if counted {
-			sql, args = s.coll.zset.remRankN, []any{k, clampRank(op.Start), clampRank(op.Stop)}
+			w.sql, w.args = s.coll.zset.remRankN, []any{clampRank(op.Start), clampRank(op.Stop)}
 		}
 	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindZSet, drop: true, sql: sql, args: args,
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Removed) }})
-	return wrongType(err, wrong)
+	return s.writeKey(ctx, op, key, w, &op.Removed)
 }
 
 // zsetPop is ZPOPMIN and ZPOPMAX.
 func (s *KV) zsetPop(ctx context.Context, key string, op *coll.ZPop) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	n := op.Count
-	if n < 0 {
-		n = 1
-	}
-	var wrong, found bool
-	var member []byte
 	var score *float64
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindZSet, drop: true, sql: s.coll.zset.pop[index(op.Max)],
-		args: []any{k, n},
-		scan: func(br pgx.BatchResults) error {
-			op.Found, op.Popped, wrong = false, op.Popped[:0], false
-			rows, err := br.Query()
-			if err != nil {
-				return err
-			}
-			_, err = pgx.ForEachRow(rows, []any{&wrong, &found, &member, &score}, func() error {
-				op.Found = found
-				if score != nil {
-					op.Popped = append(op.Popped, coll.ZEntry{Member: string(member), Score: *score})
-				}
-				return nil
-			})
-			return err
-		}})
-	return wrongType(err, wrong)
+	return s.pop(ctx, op, key, kindZSet, s.coll.zset.pop[index(op.Max)], op.Count, &op.Found, &score,
+		func() { op.Popped = op.Popped[:0] },
+		func(member []byte) { op.Popped = append(op.Popped, coll.ZEntry{Member: string(member), Score: *score}) })
 }
 
 // zsetRangeSQL is a range statement: $1 key, cond the members', order
@@ -229,19 +182,6 @@ UNION ALL
  WHERE key = $1::{k} AND {cond}
  ORDER BY {order}
  OFFSET {offset} LIMIT {limit})`)
-}
-
-// zsetRemSQL is a removal: $1 key, cond the members', with CTEs of with
-// before. WRONGTYPE, and how many it removed.
-func zsetRemSQL(with, cond string) string {
-	return strings.NewReplacer("{with}", with, "{cond}", cond).Replace(`
-WITH {h}{with},
-d AS (
-    DELETE FROM {i}
-    WHERE key = $1::{k} AND {cond} AND EXISTS (SELECT FROM h WHERE kind = 'z')
-    RETURNING true
-)
-SELECT coalesce((SELECT kind <> 'z' FROM h), false), (SELECT count(*) FROM d)`)
 }
 
 // The orders of a range: by score then member, or by member alone (BYLEX).
@@ -305,15 +245,15 @@ func zsetStatements() zsetSQL {
 		z.byRank[i] = d.Replace(zsetRangeSQL("", "score IS NOT NULL", byScoreOrder, "$2::int8", "$3::int8"))
 		z.byRankN[i] = d.Replace(zsetRangeSQL("WITH "+rankSpan, "score IS NOT NULL", byScoreOrder,
 			"(SELECT a FROM sp)", "(SELECT greatest(b - a + 1, 0) FROM sp)"))
-		z.remRank[i] = d.Replace(zsetRemSQL("", rankMembers))
+		z.remRank[i] = d.Replace(removeSQL(kindZSet, "", rankMembers))
 		z.pop[i] = d.Replace(zsetPopSQL)
 	}
-	z.remScore = zsetRemSQL("", inScore)
-	z.remLex = zsetRemSQL("", fromMember)
-	z.remLexTo = zsetRemSQL("", fromMember+` AND member <= $3::bytea AND NOT ($4::bool AND member = $3::bytea)`)
-	z.remRankN = zsetRemSQL(",\n"+rankSpan, rankSpanMembers)
-	z.add, z.addXX, z.cas, z.rem, z.score, z.scores = zsetAddSQL, zsetAddXXSQL, zsetCASSQL, zsetRemMembersSQL, zsetScoreSQL, zsetScoresSQL
-	z.count, z.countScore = zsetCountSQL, strings.ReplaceAll(zsetCountScoreSQL, "{inScore}", inScore)
+	z.remScore = removeSQL(kindZSet, "", inScore)
+	z.remLex = removeSQL(kindZSet, "", fromMember)
+	z.remLexTo = removeSQL(kindZSet, "", fromMember+` AND member <= $3::bytea AND NOT ($4::bool AND member = $3::bytea)`)
+	z.remRankN = removeSQL(kindZSet, ",\n"+rankSpan, rankSpanMembers)
+	z.add, z.addXX, z.cas, z.rem, z.score, z.scores = zsetAddSQL, zsetAddXXSQL, zsetCASSQL, removeSQL(kindZSet, "", inMembers), zsetScoreSQL, zsetScoresSQL
+	z.countScore = strings.ReplaceAll(zsetCountScoreSQL, "{inScore}", inScore)
 	z.rank, z.revRank = zsetRankSQL, strings.Replace(zsetRankSQL, "(i.score, i.member) <", "(i.score, i.member) >", 1)
 	return z
 }

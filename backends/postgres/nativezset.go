@@ -19,7 +19,7 @@ import (
 // zsetSQL are the statements of the sorted set commands.
 type zsetSQL struct {
 	add, addXX, cas, rem, score, scores string
-	count, countScore, rank, revRank    string
+	countScore, rank, revRank           string
 
 	// Ranges: [0] up, [1] REV; byLexTo with an upper bound.
 	byScore, byLex, byLexTo, byRank, byRankN [2]string
@@ -40,21 +40,15 @@ func (s *KV) zsetAdd(ctx context.Context, key string, op *coll.ZAdd) error {
 	if op.Incr {
 		return s.zsetIncr(ctx, key, op)
 	}
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
 	op.Done, op.Score = false, 0
-	w := nativeWrite{keys: []any{k}, kind: kindZSet, sql: s.coll.zset.add, args: []any{k, op.Members, op.Scores, op.NX, op.GT, op.LT}}
+	w := nativeWrite{kind: kindZSet, sql: s.coll.zset.add, args: []any{op.Members, op.Scores, op.NX, op.GT, op.LT}}
 	if op.XX {
-		w.drop, w.sql, w.args = true, s.coll.zset.addXX, []any{k, op.Members, op.Scores, op.GT, op.LT}
+		w.drop, w.sql, w.args = true, s.coll.zset.addXX, []any{op.Members, op.Scores, op.GT, op.LT}
 	}
-	var wrong bool
 	var written int64
-	w.scan = func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Added, &written) }
-	err = s.write(ctx, op, w)
+	err := s.writeKey(ctx, op, key, w, &op.Added, &written)
 	op.Updated = written - op.Added
-	return wrongType(err, wrong)
+	return err
 }
 
 // plainPairs reports whether ZADD's pairs name distinct members, none
@@ -121,33 +115,23 @@ func (s *KV) zsetIncr(ctx context.Context, key string, op *coll.ZAdd) error {
 // scores reads the named members' scores, by member.
 func (s *KV) scores(ctx context.Context, op backends.Op, k any, members [][]byte) (map[string]float64, error) {
 	out := make(map[string]float64, len(members))
-	var kind *string
+	var score *float64
 	if len(members) == 1 {
-		var score *float64
+		var kind *string
 		if err := s.readRow(ctx, op, s.coll.zset.score, []any{k, members[0]}, &kind, &score); err != nil {
+			return nil, err
+		}
+		if ok, err := holds(kind, kindZSet); !ok {
 			return nil, err
 		}
 		if score != nil {
 			out[string(members[0])] = *score
 		}
-	} else {
-		var rowKind *string
-		var member []byte
-		var score *float64
-		err := s.readRows(ctx, op, s.coll.zset.scores, []any{k, members}, func() { clear(out) },
-			[]any{&rowKind, &member, &score}, func() error {
-				if member == nil {
-					kind = rowKind
-				} else {
-					out[string(member)] = *score
-				}
-				return nil
-			})
-		if err != nil {
-			return nil, err
-		}
+		return out, nil
 	}
-	if ok, err := holds(kind, kindZSet); !ok {
+	held, err := s.readMembers(ctx, op, kindZSet, s.coll.zset.scores, []any{k, members}, func() { clear(out) },
+		&score, func(member []byte) { out[string(member)] = *score })
+	if !held {
 		return nil, err
 	}
 	return out, nil
@@ -208,34 +192,19 @@ func scoreBounds(r coll.ScoreRange) (min, max float64) {
 
 // zsetRem is ZREM.
 func (s *KV) zsetRem(ctx context.Context, key string, op *coll.ZRem) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindZSet, drop: true, sql: s.coll.zset.rem,
-		args: []any{k, op.Members},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Removed) }})
-	return wrongType(err, wrong)
+	return s.writeKey(ctx, op, key, nativeWrite{kind: kindZSet, drop: true, sql: s.coll.zset.rem,
+		args: []any{op.Members}}, &op.Removed)
 }
 
 // zsetCard is ZCARD.
 func (s *KV) zsetCard(ctx context.Context, key string, op *coll.ZCard) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	return s.counted(ctx, op, kindZSet, s.coll.zset.count, []any{k}, &op.Card)
+	return s.counted(ctx, op, key, kindZSet, s.coll.count, &op.Card)
 }
 
 // zsetCount is ZCOUNT: the range's index entries counted.
 func (s *KV) zsetCount(ctx context.Context, key string, op *coll.ZCount) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
 	min, max := scoreBounds(op.Range)
-	return s.counted(ctx, op, kindZSet, s.coll.zset.countScore, []any{k, min, max}, &op.Count)
+	return s.counted(ctx, op, key, kindZSet, s.coll.zset.countScore, &op.Count, min, max)
 }
 
 // zsetRank is ZRANK and ZREVRANK: the members before it counted.
@@ -305,16 +274,6 @@ ok AS (
 )
 SELECT EXISTS (SELECT FROM ok)`
 
-// $1 key, $2 members. ZREM.
-const zsetRemMembersSQL = `
-WITH {h},
-d AS (
-    DELETE FROM {i}
-    WHERE key = $1::{k} AND member = ANY($2::bytea[]) AND EXISTS (SELECT FROM h WHERE kind = 'z')
-    RETURNING true
-)
-SELECT coalesce((SELECT kind <> 'z' FROM h), false), (SELECT count(*) FROM d)`
-
 // $1 key, $2 member. ZSCORE: its score.
 const zsetScoreSQL = `SELECT {kind}, (SELECT score FROM {i} WHERE key = $1::{k} AND member = $2::bytea)`
 
@@ -324,9 +283,6 @@ const zsetScoresSQL = `
 SELECT {kind}, NULL::bytea, NULL::float8
 UNION ALL
 SELECT NULL, member, score FROM {i} WHERE key = $1::{k} AND member = ANY($2::bytea[])`
-
-// $1 key. ZCARD.
-const zsetCountSQL = `SELECT {kind}, (SELECT count(*) FROM {i} WHERE key = $1::{k})`
 
 // inScore is the condition of a score range: $2 to $3, both included
 // (scoreBounds). The index reads from the one to the other.

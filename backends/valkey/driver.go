@@ -59,7 +59,7 @@ type client struct {
 
 // NewDriver fills in the defaults of o, validates it, and returns a driver
 // that has started connecting.
-func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
+func NewDriver(name string, o Options, env backends.Env) (*Driver, error) {
 	o.setDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -68,12 +68,14 @@ func NewDriver(name string, o Options, log *zap.Logger) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	log := env.Log
 	if log == nil {
 		log = zap.NewNop()
 	}
 	d := &Driver{
 		name:      name,
 		opts:      o,
+		enc:       env.Encodings,
 		timeout:   time.Duration(o.CommandTimeout),
 		deadlines: deadline.New(time.Duration(o.CommandTimeout)),
 		log:       log.Named("valkey"), // the caller names the backend (backends.Factory)

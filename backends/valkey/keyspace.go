@@ -247,16 +247,9 @@ func (s *Store) copyAcross(ctx, cctx context.Context, c *client, ks, kd string, 
 // ExpireTime is PEXPIRETIME (Redis 7, Valkey).
 func (s *Store) ExpireTime(ctx context.Context, key string) (int64, error) {
 	s.d.cache.unwatched(s.prefix, key) // uncached: see notify.go
-	cctx, done, c, err := s.d.begin(ctx, "expiretime")
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	ms, err := c.Do(cctx, c.B().Pexpiretime().Key(s.key(key)).Build()).AsInt64()
-	if err != nil {
-		return 0, s.d.fail(ctx, "expiretime", err)
-	}
-	return ms, nil
+	return one(ctx, s, "expiretime", key, false, func(c *client, k string) valkey.Completed {
+		return c.B().Pexpiretime().Key(k).Build()
+	}, valkey.ValkeyResult.AsInt64)
 }
 
 // randomTries is how many of the server's RANDOMKEYs a prefixed route

@@ -210,14 +210,11 @@ func (s *Store) countKeys(ctx context.Context, op string, keys []string, build f
 // TTL returns the remaining time to live of key (PTTL).
 func (s *Store) TTL(ctx context.Context, key string) (time.Duration, error) {
 	s.d.cache.unwatched(s.prefix, key) // uncached: see notify.go
-	cctx, done, c, err := s.d.begin(ctx, "ttl")
+	ms, err := one(ctx, s, "ttl", key, false, func(c *client, k string) valkey.Completed {
+		return c.B().Pttl().Key(k).Build()
+	}, valkey.ValkeyResult.AsInt64)
 	if err != nil {
 		return 0, err
-	}
-	defer done()
-	ms, err := c.Do(cctx, c.B().Pttl().Key(s.key(key)).Build()).AsInt64()
-	if err != nil {
-		return 0, s.d.fail(ctx, "ttl", err)
 	}
 	switch ms {
 	case -2:

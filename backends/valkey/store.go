@@ -102,6 +102,31 @@ func (s *Store) value(ctx context.Context, op string, res valkey.ValkeyResult) (
 	return s.message(ctx, op, &m)
 }
 
+// one runs the one command cmd makes of the name key is stored under, and
+// reads its reply with as; an error is the backend's (fail, naming op).
+// written marks the key written, as every write does.
+func one[T any](ctx context.Context, s *Store, op, key string, written bool,
+	cmd func(c *client, k string) valkey.Completed, as func(valkey.ValkeyResult) (T, error)) (T, error) {
+	var zero T
+	cctx, done, c, err := s.d.begin(ctx, op)
+	if err != nil {
+		return zero, err
+	}
+	defer done()
+	k := s.key(key)
+	v, err := as(c.Do(cctx, cmd(c, k)))
+	if written {
+		s.written(k)
+	}
+	if err != nil {
+		return zero, s.d.fail(ctx, op, err)
+	}
+	return v, nil
+}
+
+// reply is one's as for a reply its caller reads itself.
+func reply(r valkey.ValkeyResult) (valkey.ValkeyResult, error) { return r, nil }
+
 // message is value for a reply already in hand.
 func (s *Store) message(ctx context.Context, op string, m *valkey.ValkeyMessage) ([]byte, bool, error) {
 	v, ok, err := bytesOf(m)

@@ -12,12 +12,7 @@
 // itself once connected.
 package valkey
 
-import (
-	"context"
-
-	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/internal/decode"
-)
+import "github.com/pgcache/pgcache/backends"
 
 // TypeName is the `type:` of this backend in the config.
 const TypeName = "valkey"
@@ -29,15 +24,4 @@ func init() {
 
 // New builds a valkey driver from its config options, decoded strictly (an
 // unknown option is an error). It starts connecting and returns at once.
-func New(_ context.Context, name string, options map[string]any, env backends.Env) (backends.Driver, error) {
-	var o Options
-	if err := decode.Strict(options, &o); err != nil {
-		return nil, err
-	}
-	d, err := NewDriver(name, o, env.Log)
-	if err != nil {
-		return nil, err
-	}
-	d.enc = env.Encodings
-	return d, nil
-}
+var New = backends.Decoded(NewDriver)

@@ -135,14 +135,12 @@ func (s *Store) Update(ctx context.Context, key string, u backends.Update) error
 
 // GetDel returns the value of key and removes it (GETDEL).
 func (s *Store) GetDel(ctx context.Context, key string) ([]byte, bool, error) {
-	cctx, done, c, err := s.d.begin(ctx, "getdel")
+	res, err := one(ctx, s, "getdel", key, true, func(c *client, k string) valkey.Completed {
+		return c.B().Getdel().Key(k).Build()
+	}, reply)
 	if err != nil {
 		return nil, false, err
 	}
-	defer done()
-	k := s.key(key)
-	res := c.Do(cctx, c.B().Getdel().Key(k).Build())
-	s.written(k)
 	return s.value(ctx, "getdel", res)
 }
 
@@ -152,48 +150,29 @@ func (s *Store) GetEx(ctx context.Context, key string, ttl backends.TTL) ([]byte
 	if ttl.Mode == backends.TTLKeep {
 		return s.Get(ctx, key)
 	}
-	cctx, done, c, err := s.d.begin(ctx, "getex")
+	res, err := one(ctx, s, "getex", key, true, func(c *client, k string) valkey.Completed {
+		cmd := c.B().Arbitrary("GETEX").Keys(k)
+		if unit, n, ok := expiryArgs(ttl); ok {
+			return cmd.Args(unit, n).Build()
+		}
+		return cmd.Args("PERSIST").Build()
+	}, reply)
 	if err != nil {
 		return nil, false, err
 	}
-	defer done()
-	k := s.key(key)
-	cmd := c.B().Arbitrary("GETEX").Keys(k)
-	if unit, n, ok := expiryArgs(ttl); ok {
-		cmd = cmd.Args(unit, n)
-	} else {
-		cmd = cmd.Args("PERSIST")
-	}
-	res := c.Do(cctx, cmd.Build())
-	s.written(k)
 	return s.value(ctx, "getex", res)
 }
 
 // IncrBy adds delta to the integer at key (INCRBY).
 func (s *Store) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
-	cctx, done, c, err := s.d.begin(ctx, "incrby")
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	k := s.key(key)
-	n, err := c.Do(cctx, c.B().Incrby().Key(k).Increment(delta).Build()).AsInt64()
-	s.written(k)
-	if err != nil {
-		return 0, s.d.fail(ctx, "incrby", err)
-	}
-	return n, nil
+	return one(ctx, s, "incrby", key, true, func(c *client, k string) valkey.Completed {
+		return c.B().Incrby().Key(k).Increment(delta).Build()
+	}, valkey.ValkeyResult.AsInt64)
 }
 
 // Expire changes the expiry of key: PEXPIRE or PEXPIREAT with NX/XX/GT/LT,
 // or PERSIST for TTLNone.
 func (s *Store) Expire(ctx context.Context, key string, ttl backends.TTL, cond backends.ExpireCond) (bool, error) {
-	cctx, done, c, err := s.d.begin(ctx, "expire")
-	if err != nil {
-		return false, err
-	}
-	defer done()
-	k := s.key(key)
 	name, when := "PERSIST", ""
 	switch ttl.Mode {
 	case backends.TTLRelative:
@@ -206,19 +185,16 @@ func (s *Store) Expire(ctx context.Context, key string, ttl backends.TTL, cond b
 	case backends.TTLAt:
 		name, when = "PEXPIREAT", strconv.FormatInt(ttl.At.UnixMilli(), 10)
 	}
-	cmd := c.B().Arbitrary(name).Keys(k)
-	if when != "" {
-		cmd = cmd.Args(when)
-		if arg := expireCondArg[cond]; arg != "" {
-			cmd = cmd.Args(arg)
+	return one(ctx, s, "expire", key, true, func(c *client, k string) valkey.Completed {
+		cmd := c.B().Arbitrary(name).Keys(k)
+		if when != "" {
+			cmd = cmd.Args(when)
+			if arg := expireCondArg[cond]; arg != "" {
+				cmd = cmd.Args(arg)
+			}
 		}
-	}
-	changed, err := c.Do(cctx, cmd.Build()).AsBool()
-	s.written(k)
-	if err != nil {
-		return false, s.d.fail(ctx, "expire", err)
-	}
-	return changed, nil
+		return cmd.Build()
+	}, valkey.ValkeyResult.AsBool)
 }
 
 var expireCondArg = [...]string{
