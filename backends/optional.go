@@ -155,6 +155,20 @@ type Notifier interface {
 	Watching() bool
 }
 
+// ExpiryNotifier is a Backend that deletes expired keys in the background
+// and can say which: Redis's "expired" keyspace event. It reports them
+// only, not every change (a Notifier does that); the memory store, whose
+// expiries CLIENT TRACKING must hear of too, reports them as a Notifier.
+type ExpiryNotifier interface {
+	// NotifyExpired calls fn with keys (as the backend stores them)
+	// deleted because their deadline passed, each once, after the
+	// deletion, from now on until cancel. While anyone is subscribed the
+	// backend looks for expired keys close to their deadlines, which costs
+	// it more: subscribe only while someone wants them. fn runs on the
+	// backend's goroutine and must not block.
+	NotifyExpired(fn func(keys []string)) (cancel func())
+}
+
 // UnwatchedReads is a Notifier that serves some reads it will not report
 // the later changes of: Valkey answers a refetch, PTTL, EXISTS, or an atomic
 // run's read it could not confirm on connections the server does not

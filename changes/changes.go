@@ -10,7 +10,10 @@
 //     invalidations, the memory store's expiries and evictions), followed
 //     per route table: subscribed before the table serves, cancelled once
 //     it has drained (route.Follower), and a reload that sends keys to
-//     another backend reported as a change of everything.
+//     another backend reported as a change of everything; and, while
+//     someone wants them (Feed.WantExpiries), the keys a
+//     backends.ExpiryNotifier deleted as expired (a PostgreSQL kv table's
+//     sweeps), once deleted.
 //
 // The promise. A subscriber is told of a change once this process's reads
 // see it: a read that starts after the subscriber was told reads the new
@@ -30,6 +33,10 @@ import (
 
 // SourceReload is the Source of a reload that sent keys to another backend.
 const SourceReload = "reload"
+
+// SourceExpiry is the Source of keys deleted because they expired: the
+// memory store's reports, and a backends.ExpiryNotifier's (WantExpiries).
+const SourceExpiry = "expiry"
 
 // Subscriber is told of every change from Subscribe to its cancel. Its
 // methods run on the goroutine that made or heard of the change (the

@@ -310,3 +310,111 @@ func TestKeyWaiters(t *testing.T) {
 		t.Fatalf("a write of list: woken %v; Active with nobody waiting %v", woken(plain), g.feed.Active())
 	}
 }
+
+// expiring is a backend that reports expired keys as the test says
+// (backends.ExpiryNotifier), and counts its subscribers.
+type expiring struct {
+	backends.Backend
+	mu  sync.Mutex
+	fns map[int]func([]string)
+	n   int
+}
+
+func (e *expiring) NotifyExpired(fn func([]string)) (cancel func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	id := e.n
+	e.n++
+	e.fns[id] = fn
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		delete(e.fns, id)
+	}
+}
+
+func (e *expiring) subscribers() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.fns)
+}
+
+func (e *expiring) expire(keys ...string) {
+	e.mu.Lock()
+	var fns []func([]string)
+	for _, fn := range e.fns {
+		fns = append(fns, fn)
+	}
+	e.mu.Unlock()
+	for _, fn := range fns {
+		fn(keys)
+	}
+}
+
+// TestExpiries: a route's expired keys are subscribed to only while
+// someone wants them, however many want them, and once however many
+// followed tables have the backend (a reload that keeps it): each expiry
+// is reported once, as a change of the route with Source "expiry".
+func TestExpiries(t *testing.T) {
+	drv := memory.NewDriver("mem", 16<<20)
+	t.Cleanup(func() { drv.Close() })
+	b, err := drv.Open(context.Background(), backends.RouteSpec{Name: "exp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &expiring{Backend: b, fns: map[int]func([]string){}}
+	table := func() *route.Table {
+		t.Helper()
+		tbl, err := route.NewTable([]*route.Route{{Name: "exp", Prefixes: []string{"e:"}, BackendName: "mem", Backend: e}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	router := route.NewRouter(table())
+	feed := New(router)
+	rec := &recorder{}
+	defer feed.Subscribe(rec)()
+	once := func(what string) {
+		t.Helper()
+		e.expire("k")
+		_, chs := rec.take()
+		if len(chs) != 1 || chs[0].Route.Name != "exp" || !slices.Equal(chs[0].Keys, []string{"k"}) ||
+			chs[0].Source != SourceExpiry || !chs[0].Covers("e:k") {
+			t.Fatalf("%s: changes %+v, want one of key k", what, chs)
+		}
+	}
+	if got := e.subscribers(); got != 0 {
+		t.Fatalf("subscribers while nobody wants expiries: %d", got)
+	}
+	feed.WantExpiries(1)
+	feed.WantExpiries(1)
+	if got := e.subscribers(); got != 1 {
+		t.Fatalf("subscribers while two want expiries: %d, want 1", got)
+	}
+	once("wanted")
+	feed.WantExpiries(-1)
+	once("still wanted by one")
+
+	stop := feed.Follow(table()) // a reload's new table, before the old one stops
+	if got := e.subscribers(); got != 1 {
+		t.Fatalf("subscribers while two tables have the backend: %d, want 1", got)
+	}
+	once("two tables")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := router.Swap(ctx, table()); err != nil { // the old table's stop
+		t.Fatal(err)
+	}
+	once("after a reload")
+	stop()
+	once("after the other table stopped")
+	feed.WantExpiries(-1)
+	if got := e.subscribers(); got != 0 {
+		t.Fatalf("subscribers once nobody wants expiries: %d", got)
+	}
+	e.expire("k")
+	if _, chs := rec.take(); len(chs) != 0 {
+		t.Fatalf("changes once nobody wants expiries: %+v", chs)
+	}
+}

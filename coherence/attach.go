@@ -50,9 +50,11 @@ const Schema = "pgcache"
 //
 // A row is a fence: tbl and a JSON array of primary keys (one column: its
 // JSON value; several: a JSON array), or tbl with NULL keys for the whole
-// table (TRUNCATE); and at, when the trigger logged it (clock_timestamp():
-// during the write, before its commit), which the relay publishes for
-// CLIENT TRACKING's commit-to-push lag (payload.go).
+// table (TRUNCATE), or, under a name that is no table's, a canary
+// (relay.go) or a sweep's expired keys (expired.go); and at, when the
+// trigger logged it (clock_timestamp(): during the write, before its
+// commit), which the relay publishes for CLIENT TRACKING's commit-to-push
+// lag (payload.go).
 //
 // at came later than the log, and is added to a log without it here, as
 // two steps that rewrite nothing (a volatile default given with ADD COLUMN

@@ -95,6 +95,9 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, t := range c.Tiers() {
+		t.logExpiries()
+	}
 	return nil
 }
 
@@ -140,6 +143,7 @@ func (c *Coordinator) AddTier(ctx context.Context, route string, b backends.Back
 			t.cache.StopAllGoroutines()
 			return nil, err
 		}
+		t.logExpiries() // prepare attached the triggers, which log: the log exists
 	}
 	return t, nil
 }

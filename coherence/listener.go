@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -331,6 +332,8 @@ func (l *Listener) handle(msg string) {
 	switch {
 	case fe.Canary != "":
 		l.canaryBack(fe.Canary)
+	case strings.HasPrefix(fe.Table, expiredPrefix):
+		l.expired(fe, at)
 	case l.opts.ignoreFences:
 	case fe.Table == "":
 		l.Stats.BadPayloads.Add(1)
@@ -348,6 +351,21 @@ func (l *Listener) handle(msg string) {
 			keys[i] = key
 		}
 		l.f.fenceKeysFrom(fe.Table, keys, at)
+	}
+}
+
+// expired tells the tiers of a table the keys a sweep deleted as expired
+// (expired.go): not fences, which the DELETE's triggers logged. A key too
+// long to publish leaves none to tell. l.hmu is held.
+func (l *Listener) expired(fe payload, at time.Time) {
+	keys := make([]string, 0, len(fe.Keys))
+	for _, k := range fe.Keys {
+		if key, err := fence.KeyOf(k); err == nil {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) > 0 {
+		l.f.tell(fe.Table, fenceNote{keys: keys, at: at})
 	}
 }
 

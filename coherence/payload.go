@@ -18,6 +18,11 @@ import (
 // A payload without "v" is version 1: relays from before the field
 // published it so.
 //
+// A table named "#expired:schema.table" is not a table: its keys are those
+// a sweep of schema.table deleted because they expired (expired.go). It is
+// the first form above, so readers that do not know it fence those keys
+// of a table no tier has, and report nothing.
+//
 // A fence payload may also carry "a", the commit-ish time of its fences
 // by PostgreSQL's clock, in unix microseconds:
 //

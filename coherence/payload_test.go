@@ -102,3 +102,26 @@ func TestPayloadTime(t *testing.T) {
 		t.Fatalf("a reader from before the version field: %+v, %v", older, err)
 	}
 }
+
+// TestExpiredPayload: a notification of "#expired:public.t" fences
+// nothing, its table's or another's, and tells the table's expiry
+// watchers its keys; the fence watchers of public.t hear nothing of it.
+// (A listener that does not know the prefix fences those keys of a table
+// no tier has: a plain key payload, TestPayloadVersions.)
+func TestExpiredPayload(t *testing.T) {
+	f := NewFences(1 << 10)
+	f.SetOnline(true)
+	l := NewListener(f, ListenerOptions{}, zap.NewNop())
+	var expired, fenced []string
+	defer f.watch(expiredPrefix+"public.t", func(n fenceNote) { expired = append(expired, n.keys...) })()
+	defer f.watch("public.t", func(n fenceNote) { fenced = append(fenced, n.keys...) })()
+	tok := f.Token()
+	l.handle(`{"v":1,"t":"#expired:public.t","k":["a",42],"a":1764621296123456,"d":"r:1"}`)
+	if !f.Valid(tok, f.Table("public.t"), f.Hash("public.t", "a")) ||
+		!f.Valid(tok, f.Table("#expired:public.t"), f.Hash("#expired:public.t", "a")) || f.Stats.AllFences.Load() != 1 {
+		t.Errorf("an expired notification fenced (whole-cache fences %d, 1 from going online)", f.Stats.AllFences.Load())
+	}
+	if len(expired) != 2 || expired[0] != "a" || expired[1] != "42" || len(fenced) != 0 {
+		t.Errorf("expiry watchers heard %q, fence watchers %q; want [a 42] and none", expired, fenced)
+	}
+}

@@ -13,7 +13,8 @@ import (
 // process's RESP front publishes, to this process's subscribers (a Redis
 // node's are its own), __keyspace@0__:<key> <event> and
 // __keyevent@0__:<event> <key> for the classes the flags enable. Expired
-// and evicted keys are the memory store's reports (changes feed).
+// and evicted keys come from the changes feed: the memory store's reports,
+// and a PostgreSQL kv route's sweeps (every instance's, behind an L1).
 
 // Flags of notify-keyspace-events, Redis's letters.
 const (
@@ -100,6 +101,27 @@ func formatNotifyFlags(flags uint32) string {
 	return b.String()
 }
 
+// setNotify sets notify-keyspace-events. While they publish expired
+// events, the changes feed is told to report expired keys: a PostgreSQL
+// kv route's sweeper then follows the deadlines, which it does not while
+// nobody wants them.
+func (s *Server) setNotify(flags uint32) {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	was := wantsExpired(s.notify.Swap(flags))
+	switch now := wantsExpired(flags); {
+	case now && !was:
+		s.changes.WantExpiries(1)
+	case was && !now:
+		s.changes.WantExpiries(-1)
+	}
+}
+
+// wantsExpired reports whether flags publish expired events.
+func wantsExpired(flags uint32) bool {
+	return flags&notifyExpired != 0 && flags&(notifyKeyspace|notifyKeyevent) != 0
+}
+
 // classFlag is the flag of a class letter of package coll's events.
 func classFlag(c byte) uint32 {
 	for _, l := range notifyLetters {
@@ -147,7 +169,7 @@ func (c *conn) collEvents(args [][]byte, op coll.Command) {
 	})
 }
 
-// expiries publishes the memory store's expired and evicted keys.
+// expiries publishes the expired and evicted keys the stores report.
 type expiries struct{ s *Server }
 
 func (e expiries) Wrote(*route.Route, string, int64) {}
@@ -156,7 +178,7 @@ func (e expiries) Changed(ch changes.Change) {
 	var class uint32
 	var event string
 	switch ch.Source {
-	case "expiry":
+	case changes.SourceExpiry:
 		class, event = notifyExpired, "expired"
 	case "eviction":
 		class, event = notifyEvicted, "evicted"

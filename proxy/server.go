@@ -69,6 +69,7 @@ type Server struct {
 	pubsub   *pubsub.Broker    // Publish/Subscribe: see cmd_pubsub.go
 	pubLimit atomic.Pointer[pubLimit]
 	notify   atomic.Uint32 // notify-keyspace-events: see keyevents.go
+	notifyMu sync.Mutex    // orders setNotify's
 }
 
 // PubSub is the server's Publish/Subscribe broker, to which the server

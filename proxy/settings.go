@@ -185,7 +185,7 @@ var settings = []setting{
 				}
 				return ""
 			},
-			apply: func(s *Server, v string) { f, _ := parseNotifyFlags(v); s.notify.Store(f) },
+			apply: func(s *Server, v string) { f, _ := parseNotifyFlags(v); s.setNotify(f) },
 		}},
 	{names: []string{"dir"}, get: workingDir, why: noFeature},
 }

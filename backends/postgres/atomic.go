@@ -100,7 +100,8 @@ func (s *KV) Atomically(ctx context.Context, keys []string, fn func(tx backends.
 		}
 		params[i] = p
 	}
-	run := snapshotRun{keys: keys, fn: fn, rows: kvRows{s: s, params: s.key.array(params), locks: s.keyLocks(keys)}}
+	var soonest time.Duration
+	run := snapshotRun{keys: keys, fn: fn, rows: kvRows{s: s, params: s.key.array(params), locks: s.keyLocks(keys), soonest: &soonest}}
 	// The attempt gets the caller's ctx, not the one operation's: each of
 	// its round trips has a command timeout of its own.
 	err := s.attempts(ctx, "atomic", func(context.Context) (bool, error) {
@@ -108,6 +109,9 @@ func (s *KV) Atomically(ctx context.Context, keys []string, fn func(tx backends.
 	})
 	if err != nil {
 		return err
+	}
+	if soonest > 0 {
+		s.expires(backends.TTL{Mode: backends.TTLRelative, D: soonest})
 	}
 	return run.fnErr
 }
@@ -125,9 +129,10 @@ func (s *KV) Atomically(ctx context.Context, keys []string, fn func(tx backends.
 //     row has it (setNXSQL): a plain SET of a new key takes no lock this
 //     run holds.
 type kvRows struct {
-	s      *KV
-	params any
-	locks  []int64
+	s       *KV
+	params  any
+	locks   []int64
+	soonest *time.Duration // the shortest lifetime the last write gave a key, for the sweeper; 0: none
 }
 
 // keyLocks are the advisory lock keys of keys in this table, sorted and
@@ -188,6 +193,7 @@ func (r kvRows) write(ctx context.Context, tx pgx.Tx, writes []snapshot.Write) (
 	s := r.s
 	b := &pgx.Batch{}
 	var creates []int // results that say whether a new row went in
+	*r.soonest = 0
 	for _, w := range writes {
 		k, err := s.key.param(w.Key)
 		if err != nil {
@@ -196,6 +202,9 @@ func (r kvRows) write(ctx context.Context, tx pgx.Tx, writes []snapshot.Write) (
 		var ttl any // measured from now(), the load instant; nil: none
 		if w.TTL != backends.TTLPersistent {
 			ttl = w.TTL
+			if w.Val != nil || w.Coll != nil {
+				*r.soonest = shorter(*r.soonest, w.TTL)
+			}
 		}
 		switch {
 		case w.Coll != nil:
@@ -235,6 +244,14 @@ func (r kvRows) write(ctx context.Context, tx pgx.Tx, writes []snapshot.Write) (
 		}
 	}
 	return stored, br.Close()
+}
+
+// shorter is the shorter of two lifetimes, 0 standing for none.
+func shorter(a, b time.Duration) time.Duration {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
 }
 
 // $1 advisory lock keys, sorted: taken in that order (unnest returns an

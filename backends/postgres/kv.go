@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +38,7 @@ type KV struct {
 	coll       collSQL
 	sweeper    *sweeper // nil when sweep_interval is negative
 	sweepStats sweepStats
+	expiryLog  atomic.Pointer[string] // the sweep that logs what it deletes (LogExpiries); nil: none
 
 	// Single-key reads, and plain SETs, share statements when the pool is
 	// busy (coalesce.go).
@@ -256,6 +258,9 @@ func (s *KV) Set(ctx context.Context, key string, val []byte, opts backends.SetO
 			row.ttl = opts.TTL.D
 		}
 		_, err := s.sets.get(ctx, row)
+		if err == nil {
+			s.expires(opts.TTL)
+		}
 		return backends.SetResult{Stored: err == nil}, err
 	}
 	ttl, at, keep := expiry(opts.TTL)
@@ -274,6 +279,9 @@ func (s *KV) Set(ctx context.Context, key string, val []byte, opts backends.SetO
 		res.Stored = err == nil
 		return err
 	})
+	if res.Stored {
+		s.expires(opts.TTL)
+	}
 	return res, err
 }
 
@@ -488,6 +496,9 @@ func (s *KV) GetEx(ctx context.Context, key string, t backends.TTL) (val []byte,
 	if err == nil && coll {
 		return nil, false, backends.ErrWrongType
 	}
+	if ok {
+		s.expires(t)
+	}
 	return val, ok, err
 }
 
@@ -544,6 +555,9 @@ func (s *KV) Expire(ctx context.Context, key string, t backends.TTL, cond backen
 		})
 	default:
 		return false, fmt.Errorf("%s: expire: TTL mode %d is not an expiry: %w", s.where, t.Mode, backends.ErrUnsupported)
+	}
+	if changed {
+		s.expires(t)
 	}
 	return changed, err
 }

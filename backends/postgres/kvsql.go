@@ -20,8 +20,9 @@ type kvSQL struct {
 	set, setNX, setXX, setGet    string
 	upsert, del, exists          string
 	getDel, getEx, incr, incrWhy string
-	expire, persist, ttl, sweep  string
-	lock                         string
+	expire, persist, ttl, lock   string
+	sweep, sweepKeys, nextExpiry string
+	expired                      string // sweepSQL alone, for KV.LogExpiries to extend
 }
 
 // kvStatements fills the statement templates: {t} is the quoted table and
@@ -45,8 +46,12 @@ func kvStatements(table string, k keyType) kvSQL {
 		expire:  r.Replace(expireSQL),
 		persist: r.Replace(persistSQL),
 		ttl:     r.Replace(ttlSQL),
-		sweep:   r.Replace(sweepSQL),
 		lock:    r.Replace(lockSQL),
+
+		expired:    r.Replace(sweepSQL),
+		nextExpiry: r.Replace(nextExpirySQL),
+		sweep:      r.Replace(sweepSQL + ` SELECT count(*) FROM expired`),
+		sweepKeys:  r.Replace(sweepSQL + ` SELECT key::text FROM expired`),
 	}
 }
 
@@ -285,14 +290,30 @@ WHERE key = $1::{k} AND expires_at > now()`
 // The batched sweep of "Postgres as a Key-Value Store": small batches, so no statement holds its
 // row locks for long. With no index on expires_at the inner query reads
 // the table; for a table that fits in memory that is cheap, and it is the
-// price of HOT updates.
+// price of HOT updates. expired is exactly the rows deleted: a row written
+// since the inner query read it (a SET that took over the expired row) is
+// checked again, and kept. The statements add a query of expired (and,
+// for KV.LogExpiries, one more WITH).
 const sweepSQL = `
-DELETE FROM {t}
-WHERE ctid IN (
-    SELECT ctid FROM {t}
-    WHERE expires_at <= now()
-    LIMIT 5000
+WITH expired AS (
+    DELETE FROM {t}
+    WHERE ctid IN (
+        SELECT ctid FROM {t}
+        WHERE expires_at <= now()
+        LIMIT 5000
+    ) AND expires_at <= now()
+    RETURNING key
 )`
+
+// How long until the next row expires, in microseconds by the database's
+// clock (not above 0 for a row expired already: one that expired since
+// the sweep's DELETE, or that the sweep left); NULL when none will. It
+// reads the table as the sweep does, or an index on expires_at if the
+// table has one.
+const nextExpirySQL = `
+SELECT floor(extract(epoch FROM min(expires_at) - now()) * 1000000)::int8
+FROM {t}
+WHERE expires_at < 'infinity'`
 
 // sweepBatch is the LIMIT of sweepSQL: a batch this full means there may
 // be more to delete.

@@ -5,7 +5,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
+
+	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/internal/subs"
 )
 
 // maxSweepBatches bounds one sweep: a table that keeps filling with expired
@@ -16,12 +20,38 @@ const maxSweepBatches = 1000
 // context has ended.
 const unlockTimeout = 5 * time.Second
 
-// sweeper deletes a kv table's expired rows every interval. Reads already
-// skip expired rows; sweeping is about disk space, not correctness.
+// While someone listens for expired keys, sweeps follow the deadlines:
+// they start at least minSweepGap apart, and sweepShare times as long
+// apart as the last sweep took (a large table without an index on
+// expires_at keeps sweeping to a tenth of one session), but no more than
+// maxSweepGap: an expired event comes within about a second.
+const (
+	minSweepGap = 100 * time.Millisecond // Redis's active expiry runs ten times a second
+	maxSweepGap = time.Second
+	sweepShare  = 10
+	sweepRetry  = 5 * time.Second // after a failed sweep
+)
+
+// sweeper deletes a kv table's expired rows. Reads already skip expired
+// rows, so while nobody listens sweeping is about disk space, not
+// correctness, and runs every interval. While someone listens
+// (NotifyExpired) it is also Redis's "expired" event, which Redis sends
+// about when the deadline passes: the sweeper then wakes at the earliest
+// deadline it knows of, the soonest written through this store since the
+// last sweep or the soonest in the table as the sweep left it (looked up
+// after each), within the gaps above, and still every interval at the
+// latest. Deadlines written through another instance are not known here:
+// they are found by the look after a sweep, which a fence from elsewhere
+// brings forward (LookSoon), or at the next interval.
 type sweeper struct {
-	kv     *KV
-	cancel context.CancelFunc
-	done   chan struct{}
+	kv       *KV
+	interval time.Duration
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	fns  subs.Set[func(keys []string)] // NotifyExpired's; while empty, sweeps keep to interval
+	due  atomic.Int64                  // the soonest deadline written since the last sweep began, unix ns; 0: none
+	wake chan struct{}                 // due was lowered
 }
 
 // sweepStats count what a table's sweeps did, for /metrics and INFO.
@@ -34,22 +64,44 @@ type sweepStats struct {
 
 func startSweeper(kv *KV, interval time.Duration) *sweeper {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &sweeper{kv: kv, cancel: cancel, done: make(chan struct{})}
-	go w.loop(ctx, interval)
+	w := &sweeper{kv: kv, interval: interval, cancel: cancel, done: make(chan struct{}),
+		wake: make(chan struct{}, 1)}
+	go w.loop(ctx)
 	return w
 }
 
-func (w *sweeper) loop(ctx context.Context, interval time.Duration) {
+func (w *sweeper) loop(ctx context.Context) {
 	defer close(w.done)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+	timer := time.NewTimer(w.interval)
+	defer timer.Stop()
+	next := time.Now().Add(w.interval) // when the timer fires
+	var last time.Time                 // when the last sweep began
+	gap := minSweepGap
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-w.wake:
+			if d := w.due.Load(); d != 0 {
+				if at := later(time.Unix(0, d), last.Add(gap)); at.Before(next) {
+					next = at
+					timer.Reset(time.Until(next))
+				}
+			}
+			continue
+		case <-timer.C:
 		}
+		last = time.Now()
+		// A deadline written from now on may be missed by the look below
+		// (its write may commit after it): it stays in due.
+		w.due.Store(0)
+		listened := w.fns.Any()
 		n, swept, err := w.kv.Sweep(ctx)
+		var in time.Duration
+		ok := false
+		if err == nil && listened {
+			in, ok, err = w.kv.nextExpiry(ctx)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -58,13 +110,120 @@ func (w *sweeper) loop(ctx context.Context, interval time.Duration) {
 		case swept && n > 0:
 			w.kv.d.log.Debug("swept expired rows", zap.String("route", w.kv.route), zap.Int64("rows", n))
 		}
+		next = last.Add(w.interval)
+		if listened {
+			gap = min(max(minSweepGap, sweepShare*time.Since(last)), maxSweepGap)
+			switch {
+			case err != nil:
+				next = sooner(next, last.Add(max(gap, sweepRetry)))
+			case !swept:
+				next = sooner(next, last.Add(gap)) // another session is sweeping: again soon
+			case ok:
+				next = sooner(next, later(time.Now().Add(in), last.Add(gap)))
+			}
+		}
+		if d := w.due.Load(); d != 0 {
+			next = sooner(next, later(time.Unix(0, d), last.Add(gap)))
+		}
+		timer.Reset(time.Until(next))
 	}
+}
+
+func sooner(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // stop ends the loop and waits for a sweep in progress to give up.
 func (w *sweeper) stop() {
 	w.cancel()
 	<-w.done
+}
+
+// subscribe adds fn to NotifyExpired's and has the next sweep run now: the
+// deadlines in the table are not known yet.
+func (w *sweeper) subscribe(fn func(keys []string)) (cancel func()) {
+	cancel = w.fns.Add(fn)
+	w.expires(time.Now())
+	return cancel
+}
+
+// expires tells the sweeper of a deadline written through the store, once
+// the write has committed (so a sweep that begins after this sees the
+// row), while someone listens.
+func (w *sweeper) expires(at time.Time) {
+	if w == nil || !w.fns.Any() {
+		return
+	}
+	n := at.UnixNano()
+	for {
+		cur := w.due.Load()
+		if cur != 0 && cur <= n {
+			return
+		}
+		if w.due.CompareAndSwap(cur, n) {
+			break
+		}
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// listened reports whether anyone wants the keys sweeps delete.
+func (w *sweeper) listened() bool { return w != nil && w.fns.Any() }
+
+// report tells NotifyExpired's subscribers of keys a sweep deleted.
+func (w *sweeper) report(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	for _, fn := range w.fns.List(nil) {
+		fn(keys)
+	}
+}
+
+// NotifyExpired calls fn with the keys this route's sweeps delete
+// (backends.ExpiryNotifier), until cancel. While anyone is subscribed
+// the sweeper follows the deadlines (see sweeper). Once the sweeps log
+// what they delete (LogExpiries), fn hears nothing from here: whoever
+// reads the log reports them, for every instance. With sweep_interval
+// negative nothing is swept and nothing reported.
+func (s *KV) NotifyExpired(fn func(keys []string)) (cancel func()) {
+	if s.sweeper == nil {
+		return func() {}
+	}
+	return s.sweeper.subscribe(fn)
+}
+
+// LogExpiries has every later sweep run insert in the transaction of its
+// DELETE: a statement that reads the keys deleted from expired(key) (the
+// coherence package's fence log, which every instance hears).
+func (s *KV) LogExpiries(insert string) {
+	sql := s.sql.expired + `, logged AS (` + insert + `) SELECT count(*) FROM expired`
+	s.expiryLog.Store(&sql)
+}
+
+// LookSoon has the sweeper, while someone listens, sweep and look up the
+// next deadline within its gap: rows were written elsewhere (another
+// instance's fences came), whose deadlines it does not know.
+func (s *KV) LookSoon() { s.sweeper.expires(time.Now()) }
+
+// expires tells the sweeper of a deadline t has written, once written.
+func (s *KV) expires(t backends.TTL) {
+	if at, ok := t.Deadline(time.Now()); ok {
+		s.sweeper.expires(at)
+	}
 }
 
 // Sweep deletes the table's expired rows now, in batches of sweepBatch,
@@ -126,15 +285,58 @@ func (s *KV) sweep(ctx context.Context) (deleted int64, swept bool, err error) {
 	}()
 	for range maxSweepBatches {
 		sctx, cancel = step()
-		tag, err := conn.Exec(sctx, s.sql.sweep)
+		n, err := s.sweepBatch(sctx, conn.Conn())
 		cancel()
 		if err != nil {
 			return deleted, true, err
 		}
-		deleted += tag.RowsAffected()
-		if tag.RowsAffected() < sweepBatch {
+		deleted += n
+		if n < sweepBatch {
 			break
 		}
 	}
 	return deleted, true, nil
 }
+
+// sweepBatch deletes one batch of expired rows, and tells whoever wants
+// them which: in the fence log, in the same transaction (LogExpiries), or
+// NotifyExpired's subscribers, once the statement has committed (an
+// implicit transaction commits before the rows' reader returns).
+func (s *KV) sweepBatch(ctx context.Context, conn *pgx.Conn) (n int64, err error) {
+	if logged := s.expiryLog.Load(); logged != nil {
+		err = conn.QueryRow(ctx, *logged).Scan(&n)
+		return n, err
+	}
+	if !s.sweeper.listened() {
+		err = conn.QueryRow(ctx, s.sql.sweep).Scan(&n)
+		return n, err
+	}
+	rows, err := conn.Query(ctx, s.sql.sweepKeys)
+	if err != nil {
+		return 0, err
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	s.sweeper.report(keys)
+	return int64(len(keys)), nil
+}
+
+// nextExpiry is how long until the table's next row expires, by the
+// database's clock; ok is false when none will.
+func (s *KV) nextExpiry(ctx context.Context) (in time.Duration, ok bool, err error) {
+	err = s.do(ctx, "sweep", func(ctx context.Context) error {
+		var us *int64
+		if err := s.pool.QueryRow(ctx, s.sql.nextExpiry).Scan(&us); err != nil {
+			return err
+		}
+		if ok = us != nil; ok {
+			in = max(time.Duration(*us)*time.Microsecond, 0)
+		}
+		return nil
+	})
+	return in, ok, err
+}
+
+var _ backends.ExpiryNotifier = (*KV)(nil)

@@ -7,6 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/backendtest"
+	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/internal/decode"
 )
 
@@ -110,4 +112,74 @@ func TestSweeperLoop(t *testing.T) {
 			t.Fatal("sweeper still running after Close")
 		}
 	}
+}
+
+// TestSweeperReportsExpired: while someone listens, the sweeper deletes
+// rows close to their deadlines, though its interval is an hour, and
+// reports each key once: a string and a hash given lifetimes, not a key
+// whose lifetime a SET took away before its deadline, nor one deleted.
+func TestSweeperReportsExpired(t *testing.T) {
+	d := newDriver(t, Options{SweepInterval: decode.Duration(time.Hour)})
+	s := openKV(t, d, uniqueTable(t), DurabilityUnlogged, "")
+	ctx := testCtx(t)
+	got := make(backendtest.Expired, 100)
+	defer s.NotifyExpired(got.Fn)()
+
+	set := func(key string, ttl time.Duration) {
+		t.Helper()
+		opts := backends.SetOptions{}
+		if ttl > 0 {
+			opts.TTL = rel(ttl)
+		}
+		if _, err := s.Set(ctx, key, []byte("v"), opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("str", 300*time.Millisecond)
+	if _, err := do(t, s, coll.ParseHSet, "hset", "hash", "f", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Expire(ctx, "hash", rel(300*time.Millisecond), backends.ExpireAlways); err != nil || !ok {
+		t.Fatalf("EXPIRE hash = %v, %v", ok, err)
+	}
+	set("kept", 300*time.Millisecond)
+	set("kept", 0)
+	set("gone", 300*time.Millisecond)
+	if _, err := s.Del(ctx, []string{"gone"}); err != nil {
+		t.Fatal(err)
+	}
+	got.Once(t, "expired keys", "str", "hash")
+	set("marker", 100*time.Millisecond)
+	got.Once(t, "a key expiring after them", "marker")
+	if n := queryInt(t, "SELECT count(*) FROM "+s.table.ident()); n != 1 {
+		t.Errorf("%d rows left, want kept's", n)
+	}
+	if n := items(t, s, "hash"); n != 0 {
+		t.Errorf("the expired hash left %d items", n)
+	}
+}
+
+// TestNotifyExpiredNeedsASweeper: a route whose sweep_interval is
+// negative (pg_cron sweeps) reports nothing, though its Sweep deletes; one
+// with a sweeper reports, from the subscription on, rows that expired
+// before it too.
+func TestNotifyExpiredNeedsASweeper(t *testing.T) {
+	d := newDriver(t, Options{}) // sweep_interval -1
+	s := openKV(t, d, uniqueTable(t), DurabilityUnlogged, "")
+	ctx := testCtx(t)
+	got := make(backendtest.Expired, 10)
+	defer s.NotifyExpired(got.Fn)()
+	fillExpired(t, s, 2, 0)
+	if n, _, err := s.Sweep(ctx); err != nil || n != 2 {
+		t.Fatalf("Sweep = %d, %v", n, err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("a route without a sweeper reported %d keys", len(got))
+	}
+
+	d2 := newDriver(t, Options{SweepInterval: decode.Duration(time.Hour)})
+	s2 := openKV(t, d2, uniqueTable(t), DurabilityUnlogged, "")
+	fillExpired(t, s2, 2, 1)
+	defer s2.NotifyExpired(got.Fn)()
+	got.Once(t, "rows expired before the subscription", "x1", "x2")
 }

@@ -85,5 +85,9 @@ func (s *KV) updateOnce(ctx context.Context, k any, u backends.Update, applyErr 
 			return false, err
 		}
 	}
-	return true, tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return false, err
+	}
+	s.expires(ch.TTL)
+	return true, nil
 }

@@ -88,10 +88,6 @@ var skippedTests = []struct{ name, route, why string }{
 			"element and the first stays blocked, as it would on redis-server had they arrived in that order"},
 	{"Keyspace notifications: new key test", "",
 		"the n class (a key created) is not implemented: the test waits for an event that never comes"},
-	{"Keyspace notifications: expired events (triggered expire)", "postgres",
-		"a PostgreSQL route sends no expired event: the test waits for one"},
-	{"Keyspace notifications: expired events (background expire)", "postgres",
-		"a PostgreSQL route sends no expired event: the test waits for one"},
 }
 
 // skipping is opts with the skippedTests of route skipped.
