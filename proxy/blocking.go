@@ -291,7 +291,10 @@ func (c *conn) block(args [][]byte, op coll.Command) {
 					b.TimedOut((*collWriter)(c))
 				}
 				return
-			case <-c.ctx.Done(): // killed, or the server stops
+			case <-c.ctx.Done(): // killed
+				c.quit = true
+				return
+			case <-c.s.stopping:
 				c.quit = true
 				return
 			}

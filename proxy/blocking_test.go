@@ -153,6 +153,24 @@ func TestInfoForgetsClosedBlockedClients(t *testing.T) {
 	}
 }
 
+// TestInfoForgetsClosedBlockedClientsWithPipelined: a client that sent
+// more commands after its blocking one, then closed, is gone as well (a
+// peek sees the unread commands, not the close behind them).
+func TestInfoForgetsClosedBlockedClientsWithPipelined(t *testing.T) {
+	ts := startServer(t, Config{BlockPoll: time.Hour})
+	admin := dial(t, ts.addr)
+	cs := blockAll(t, ts.addr, admin, []string{"BLPOP", "gone", "0"}, []string{"BLPOP", "stays", "0"})
+	if _, err := cs[0].nc.Write([]byte("PING\r\nPING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	cs[0].nc.Close()
+	eventually(t, "the closed client forgotten", func() bool { return blockedClients(admin) == "blocked_clients:1" })
+	admin.do("RPUSH", "stays", "v")
+	if got, want := cs[1].reply(), encode("stays", "v"); got != want {
+		t.Errorf("the client still blocked got %q, want %q", got, want)
+	}
+}
+
 // connectedClients is INFO's connected_clients line, as c reads it.
 func connectedClients(c *rawClient) string {
 	for line := range strings.Lines(c.do("INFO", "clients")) {

@@ -181,18 +181,15 @@ func (rd *reader) fillFD(fd int) (n int, drained bool, err error) {
 	return n, n < room, err
 }
 
-// peerGone reports whether the client has closed its end: a peek finds
-// the end of the stream (or a reset), not data or nothing yet. A blocked
-// command asks it (blocking.go), the connection's reads being on hold.
+// peerGone reports whether the client has closed its end (or reset it):
+// a blocked command asks it (blocking.go), the connection's reads being on
+// hold. Commands sent after the blocking one and not read yet do not hide
+// the close behind them (peerClosed).
 func (c *conn) peerGone() bool {
 	if c.raw == nil {
 		return false
 	}
 	gone := false
-	c.raw.Control(func(fd uintptr) {
-		var b [1]byte
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		gone = (n == 0 && err == nil) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
-	})
+	c.raw.Control(func(fd uintptr) { gone = peerClosed(int(fd)) })
 	return gone
 }

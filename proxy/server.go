@@ -46,6 +46,7 @@ type Server struct {
 	conns     map[*conn]struct{}
 	byID      map[int64]*conn // conns by id, for CLIENT TRACKING REDIRECT
 	closing   atomic.Bool
+	stopping  chan struct{}  // closed by Shutdown: blocked commands end at once
 	wg        sync.WaitGroup // one per connection goroutine
 	nextID    atomic.Int64
 
@@ -122,6 +123,7 @@ func New(router *route.Router, metrics *route.Metrics, cfg Config, env backends.
 	s.clock.Store(s.started.UnixMilli())
 	s.base.Store(&statBase{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.stopping = make(chan struct{})
 	if reg != nil {
 		reg.MustRegister(s.stats.collectors()...)
 		reg.MustRegister(s.tracking.Collectors()...)
@@ -258,13 +260,15 @@ func (s *Server) connByID(id int64) *conn {
 	return s.byID[id]
 }
 
-// Shutdown stops accepting, closes idle connections at once, lets the
-// batches being run finish and their replies be written, then closes those
-// connections too. When ctx ends first it cancels the backend calls still
+// Shutdown stops accepting, closes idle connections at once and those
+// blocked in a command (BLPOP…, as Redis does), lets the batches being run
+// finish and their replies be written, then closes those connections too. When ctx ends first it cancels the backend calls still
 // running, closes every connection, waits for their goroutines, and
 // returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.closing.Store(true)
+	if !s.closing.Swap(true) {
+		close(s.stopping)
+	}
 	s.mu.Lock()
 	for ln := range s.listeners {
 		ln.Close()

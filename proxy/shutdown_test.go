@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // TestShutdown: idle clients are closed at once; a batch being run
@@ -53,6 +54,30 @@ func TestShutdown(t *testing.T) {
 	if err := ts.Serve(ln); err != nil {
 		t.Errorf("Serve after Shutdown = %v, want nil", err)
 	}
+}
+
+// TestShutdownEndsBlockedCommands: a client blocked in BLPOP with no
+// timeout is closed at once, as an idle one: Shutdown returns without
+// waiting for its context to end.
+func TestShutdownEndsBlockedCommands(t *testing.T) {
+	ts := startServer(t, Config{BlockPoll: time.Hour})
+	admin := dial(t, ts.addr)
+	cs := blockAll(t, ts.addr, admin, []string{"BLPOP", "never", "0"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ts.Shutdown(ctx) }()
+	if !cs[0].closed() {
+		t.Fatal("blocked client still connected during shutdown")
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+	if err := <-ts.errc; err != nil {
+		t.Errorf("Serve = %v after Shutdown", err)
+	}
+	ts.errc = nil
+	ts.driver.Close()
 }
 
 // TestShutdownDeadline: when the context ends first, calls still running
