@@ -27,7 +27,7 @@ type HSet struct {
 // ParseHSet reads HSET (and HMSET).
 func ParseHSet(args [][]byte) (Command, error) {
 	if len(args)%2 != 0 {
-		return nil, backends.Refusal("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+		return nil, arityError(args[0])
 	}
 	op := &HSet{Pairs: args[2:], hmset: is(args[0], "hmset")}
 	op.Args, op.KeyAt = args, at1

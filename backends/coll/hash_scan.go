@@ -1,7 +1,6 @@
 package coll
 
 import (
-	"bytes"
 	"strconv"
 
 	"github.com/pgcache/pgcache/backends"
@@ -21,8 +20,6 @@ import (
 // A member added during the scan is appended at the top and may be missed,
 // as Redis allows.
 
-var errInvalidCursor = backends.Refusal("ERR invalid cursor")
-
 // scanArgs are a SCAN family command's cursor and options: key cursor
 // [MATCH pattern] [COUNT count].
 type scanArgs struct {
@@ -39,9 +36,9 @@ type scanArgs struct {
 // the options that follow it.
 func parseScan(args [][]byte) (scanArgs, error) {
 	a := scanArgs{count: 10}
-	c, ok := readCursor(args[2])
-	if !ok {
-		return a, errInvalidCursor
+	c, err := parseCursor(args[2])
+	if err != nil {
+		return a, err
 	}
 	a.cursor = c
 	for i := 3; i < len(args); i += 2 {
@@ -68,43 +65,6 @@ func parseScan(args [][]byte) (scanArgs, error) {
 		}
 	}
 	return a, nil
-}
-
-// readCursor reads a cursor as Redis's strtoul(…, 10) does: no leading
-// space, an optional sign (a negative cursor wraps around), decimal digits
-// up to the first NUL, nothing else; an empty cursor is 0.
-func readCursor(b []byte) (uint64, bool) {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	if len(b) == 0 {
-		return 0, true
-	}
-	neg := false
-	s := b
-	switch s[0] {
-	case ' ', '\t', '\n', '\v', '\f', '\r':
-		return 0, false
-	case '-', '+':
-		neg, s = s[0] == '-', s[1:]
-	}
-	if len(s) == 0 {
-		return 0, false
-	}
-	var c uint64
-	for _, d := range s {
-		if d < '0' || d > '9' {
-			return 0, false
-		}
-		if c > (1<<64-1-uint64(d-'0'))/10 {
-			return 0, false // ERANGE
-		}
-		c = c*10 + uint64(d-'0')
-	}
-	if neg {
-		c = -c
-	}
-	return c, true
 }
 
 // keep reports whether member m passes MATCH. An empty pattern matches

@@ -105,11 +105,6 @@ type LMPop struct {
 	woken bool     // BLMPOP woken: keys of another type are passed over
 }
 
-var (
-	errNumkeys   = backends.Refusal("ERR numkeys should be greater than 0")
-	errCountZero = backends.Refusal("ERR count should be greater than 0")
-)
-
 // ParseLMPop reads LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count].
 func ParseLMPop(args [][]byte) (Command, error) {
 	op, err := parseLMPop(args, 1)

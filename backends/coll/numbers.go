@@ -18,15 +18,6 @@ import (
 // prefix rules, underscores), so the longest prefix C would read is found
 // here, and only what C accepts reaches strconv.
 
-var (
-	errMinMaxFloat = backends.Refusal("ERR min or max is not a float")
-	errMinMaxLex   = backends.Refusal("ERR min or max not valid string range item")
-	errTimeout     = backends.Refusal("ERR timeout is not a float or out of range")
-	errTimeoutNeg  = backends.Refusal("ERR timeout is negative")
-	errCursor      = backends.Refusal("ERR invalid cursor")
-	errWeight      = backends.Refusal("ERR weight value is not a float")
-)
-
 // Kinds of number scanFloat finds.
 const (
 	numNone = iota

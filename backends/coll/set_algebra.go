@@ -14,12 +14,6 @@ import (
 // when the result is empty) once the result is whole, so a destination
 // that is also a source is read first.
 
-var (
-	errNumKeys      = backends.Refusal("ERR numkeys should be greater than 0")
-	errNumKeysArgs  = backends.Refusal("ERR Number of keys can't be greater than number of args")
-	errLimitNegatve = backends.Refusal("ERR LIMIT can't be negative")
-)
-
 // keysFrom is the KeyAt of a command whose keys are its arguments from
 // index from on.
 func keysFrom(args [][]byte, from int) []int {
@@ -102,10 +96,10 @@ func ParseSInterStore(args [][]byte) (Command, error) {
 func ParseSInterCard(args [][]byte) (Command, error) {
 	numkeys, ok := backends.ParseInt(args[1])
 	if !ok || numkeys < 1 {
-		return nil, errNumKeys
+		return nil, errNumkeys
 	}
 	if numkeys > int64(len(args)-2) {
-		return nil, errNumKeysArgs
+		return nil, errNumkeysArgs
 	}
 	op := &SInter{card: true}
 	for i := 2 + int(numkeys); i < len(args); i++ {
@@ -115,7 +109,7 @@ func ParseSInterCard(args [][]byte) (Command, error) {
 		i++
 		n, ok := backends.ParseInt(args[i])
 		if !ok || n < 0 {
-			return nil, errLimitNegatve
+			return nil, errLimitNegative
 		}
 		op.limit = n
 	}

@@ -98,11 +98,11 @@ options:
 	n /= 2
 	switch {
 	case op.NX && op.XX:
-		return nil, backends.Refusal("ERR XX and NX options at the same time are not compatible")
+		return nil, errZAddXXNX
 	case op.GT && op.NX, op.LT && op.NX, op.GT && op.LT:
-		return nil, backends.Refusal("ERR GT, LT, and/or NX options at the same time are not compatible")
+		return nil, errZAddGTLTNX
 	case op.Incr && n > 1:
-		return nil, backends.Refusal("ERR INCR option supports a single increment-element pair")
+		return nil, errZAddIncrPair
 	}
 	if n == 1 {
 		op.Scores, op.Members = op.score1[:], op.member1[:]

@@ -120,7 +120,7 @@ type ZMPop struct {
 func parseZMPop(args [][]byte, at int) (*ZMPop, error) {
 	numkeys, ok := backends.ParseInt(args[at])
 	if !ok || numkeys < 1 {
-		return nil, backends.Refusal("ERR numkeys should be greater than 0")
+		return nil, errNumkeys
 	}
 	if numkeys >= int64(len(args)-at-1) { // no room for MIN|MAX
 		return nil, errSyntax
@@ -139,7 +139,7 @@ func parseZMPop(args [][]byte, at int) (*ZMPop, error) {
 			j++
 			n, ok := backends.ParseInt(args[j])
 			if !ok || n < 1 {
-				return nil, backends.Refusal("ERR count should be greater than 0")
+				return nil, errCountZero
 			}
 			op.count = n
 			continue

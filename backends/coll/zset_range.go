@@ -81,7 +81,7 @@ func ParseZRange(args [][]byte) (Command, error) {
 		}
 	}
 	if name == "" {
-		return nil, backends.Refusal("ERR unknown command '" + lower(args[0]) + "'")
+		return nil, unknownCommand(args[0])
 	}
 	op := &ZRange{name: name, Store: f.store, By: f.by, Rev: f.rev, Count: -1}
 	op.Args, op.KeyAt = args, at1
@@ -115,10 +115,10 @@ func ParseZRange(args [][]byte) (Command, error) {
 	}
 	// Redis tells a LIMIT by its count not being -1.
 	if op.Count != -1 && op.By == ByRank {
-		return nil, backends.Refusal("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+		return nil, errRangeLimit
 	}
 	if op.WithScores && op.By == ByLex {
-		return nil, backends.Refusal("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+		return nil, errRangeScores
 	}
 	lo, hi := args[f.key+1], args[f.key+2]
 	if op.Rev && op.By != ByRank {

@@ -165,12 +165,9 @@ func ParseZRandMember(args [][]byte) (Command, error) {
 	if len(args) < 3 {
 		return op, nil
 	}
-	n, err := longArg(args[2])
+	n, err := parseRandCount(args[2])
 	if err != nil {
 		return nil, err
-	}
-	if n == -1<<63 {
-		return nil, backends.Refusal("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 	}
 	if len(args) > 4 || (len(args) == 4 && !is(args[3], "withscores")) {
 		return nil, errSyntax

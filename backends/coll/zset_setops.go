@@ -88,7 +88,7 @@ func ParseZSetOp(args [][]byte) (Command, error) {
 		}
 	}
 	if op.name == "" {
-		return nil, backends.Refusal("ERR unknown command '" + lower(args[0]) + "'")
+		return nil, unknownCommand(args[0])
 	}
 	at := 1 // numkeys
 	if op.store {
@@ -99,7 +99,7 @@ func ParseZSetOp(args [][]byte) (Command, error) {
 		return nil, err
 	}
 	if n < 1 {
-		return nil, backends.Refusal("ERR at least 1 input key is needed for '" + op.name + "' command")
+		return nil, errNoInputKey(op.name)
 	}
 	if n > int64(len(args)-at-1) {
 		return nil, errSyntax
@@ -155,7 +155,7 @@ func (op *ZSetOp) parseOptions(opts [][]byte, setnum int) error {
 		case op.card && left >= 2 && is(a, "limit"):
 			n, ok := backends.ParseInt(opts[j+1])
 			if !ok || n < 0 {
-				return backends.Refusal("ERR LIMIT can't be negative")
+				return errLimitNegative
 			}
 			op.limit = n
 			j += 2
