@@ -18,23 +18,6 @@ func listOf(v backends.View, i int) (*List, error) {
 	return val.(*List), nil
 }
 
-// span turns LRANGE/LTRIM's start and stop (negative from the tail) into
-// indexes 0 <= from <= to < n, or ok false for an empty range.
-func span(start, stop int64, n int) (from, to int, ok bool) {
-	ln := int64(n)
-	if start < 0 {
-		start += ln
-	}
-	if stop < 0 {
-		stop += ln
-	}
-	start = max(start, 0)
-	if start > stop || start >= ln {
-		return 0, 0, false
-	}
-	return int(start), int(min(stop, ln-1)), true
-}
-
 // Push is LPUSH, RPUSH, LPUSHX and RPUSHX key element [element ...].
 type Push struct {
 	backends.Passed
@@ -205,20 +188,17 @@ func (op *LLen) Reply(w Writer) { w.Int(op.Len) }
 // LRange is LRANGE key start stop.
 type LRange struct {
 	backends.Passed
-	Start, Stop int64    // as given: negative counts from the tail
-	Elems       [][]byte // result
+	IndexRange
+	Elems [][]byte // result
 }
 
 // ParseLRange reads LRANGE key start stop.
 func ParseLRange(args [][]byte) (Command, error) {
-	op := &LRange{}
-	var err error
-	if op.Start, err = longArg(args[2]); err != nil {
+	r, err := parseIndexRange(args[2], args[3])
+	if err != nil {
 		return nil, err
 	}
-	if op.Stop, err = longArg(args[3]); err != nil {
-		return nil, err
-	}
+	op := &LRange{IndexRange: r}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -232,7 +212,7 @@ func (op *LRange) Run(v backends.View) error {
 	if l == nil || err != nil {
 		return err
 	}
-	if from, to, ok := span(op.Start, op.Stop, l.Len()); ok {
+	if from, to, ok := op.span(l.Len()); ok {
 		op.Elems = l.Range(make([][]byte, 0, to-from+1), from, to, false)
 	}
 	return nil
@@ -404,19 +384,16 @@ func (op *LRem) Reply(w Writer) { w.Int(op.removed) }
 // LTrim is LTRIM key start stop.
 type LTrim struct {
 	backends.Passed
-	Start, Stop int64
+	IndexRange
 }
 
 // ParseLTrim reads LTRIM key start stop.
 func ParseLTrim(args [][]byte) (Command, error) {
-	op := &LTrim{}
-	var err error
-	if op.Start, err = longArg(args[2]); err != nil {
+	r, err := parseIndexRange(args[2], args[3])
+	if err != nil {
 		return nil, err
 	}
-	if op.Stop, err = longArg(args[3]); err != nil {
-		return nil, err
-	}
+	op := &LTrim{IndexRange: r}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -429,7 +406,7 @@ func (op *LTrim) Run(v backends.View) error {
 	if l == nil || err != nil {
 		return err
 	}
-	from, to, ok := span(op.Start, op.Stop, l.Len())
+	from, to, ok := op.span(l.Len())
 	l.Trim(from, to, ok)
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 type RangeBy uint8
 
 const (
-	ByRank  RangeBy = iota // Start and Stop, 0-based, negative from the end
+	ByRank  RangeBy = iota // an IndexRange
 	ByScore                // a ScoreRange
 	ByLex                  // a LexRange
 )
@@ -29,11 +29,11 @@ const (
 // and fills Result in the order the reply lists it (descending when Rev).
 type ZRange struct {
 	backends.Passed
-	By          RangeBy
-	Rev         bool
-	Start, Stop int64      // ByRank
-	Score       ScoreRange // ByScore
-	Lex         LexRange   // ByLex
+	By         RangeBy
+	Rev        bool
+	IndexRange            // ByRank
+	Score      ScoreRange // ByScore
+	Lex        LexRange   // ByLex
 	// Offset and Count are LIMIT's (ByScore and ByLex only): skip Offset
 	// members (a negative Offset leaves none), then list at most Count
 	// (a negative Count: all).
@@ -127,9 +127,7 @@ func ParseZRange(args [][]byte) (Command, error) {
 	var err error
 	switch op.By {
 	case ByRank:
-		if op.Start, err = longArg(lo); err == nil {
-			op.Stop, err = longArg(hi)
-		}
+		op.IndexRange, err = parseIndexRange(lo, hi)
 	case ByScore:
 		op.Score, err = parseScoreRange(lo, hi)
 	case ByLex:
@@ -155,7 +153,7 @@ func (op *ZRange) Run(v backends.View) error {
 	if z != nil {
 		switch op.By {
 		case ByRank:
-			op.Result = z.appendRanks(op.Result, op.Start, op.Stop, op.Rev)
+			op.Result = z.appendRanks(op.Result, op.IndexRange, op.Rev)
 		case ByScore:
 			op.Result = z.appendSpan(op.Result, z.firstInScore(op.Score), z.lastInScore(op.Score), op.Offset, op.Count, op.Rev)
 		case ByLex:
@@ -201,41 +199,23 @@ func (op *ZRange) Reply(w Writer) {
 	writeEntries(w, op.Result, op.WithScores)
 }
 
-// rankSpan turns ranks as Redis reads them (0-based, negative from the
-// end) into a 1-based span of the set's len members; ok is false when it
-// is empty.
-func rankSpan(start, stop int64, n int) (from, to int, ok bool) {
-	l := int64(n)
-	if start < 0 {
-		start += l
-	}
-	if stop < 0 {
-		stop += l
-	}
-	start = max(start, 0)
-	if start > stop || start >= l {
-		return 0, 0, false
-	}
-	stop = min(stop, l-1)
-	return int(start) + 1, int(stop) + 1, true
-}
-
-// appendRanks appends the members of ranks start to stop (from the top
-// when rev) to es.
-func (z *ZSet) appendRanks(es []ZEntry, start, stop int64, rev bool) []ZEntry {
-	from, to, ok := rankSpan(start, stop, z.Len())
+// appendRanks appends the members of ranks r (from the top when rev) to
+// es.
+func (z *ZSet) appendRanks(es []ZEntry, r IndexRange, rev bool) []ZEntry {
+	from, to, ok := r.span(z.Len())
 	if !ok {
 		return es
 	}
 	n := to - from + 1
 	es = slices.Grow(es, n)
+	// The skip list counts ranks from 1.
 	if rev {
-		for x := z.sl.byRank(z.Len() + 1 - from); n > 0; x, n = x.prev, n-1 {
+		for x := z.sl.byRank(z.Len() - from); n > 0; x, n = x.prev, n-1 {
 			es = append(es, ZEntry{x.member, x.score})
 		}
 		return es
 	}
-	for x := z.sl.byRank(from); n > 0; x, n = x.next(), n-1 {
+	for x := z.sl.byRank(from + 1); n > 0; x, n = x.next(), n-1 {
 		es = append(es, ZEntry{x.member, x.score})
 	}
 	return es
@@ -274,11 +254,11 @@ func (z *ZSet) appendSpan(es []ZEntry, first, last *znode, offset, count int64, 
 // max and ZREMRANGEBYLEX key min max.
 type ZRemRange struct {
 	backends.Passed
-	By          RangeBy
-	Start, Stop int64      // ByRank
-	Score       ScoreRange // ByScore
-	Lex         LexRange   // ByLex
-	Removed     int64
+	By         RangeBy
+	IndexRange            // ByRank
+	Score      ScoreRange // ByScore
+	Lex        LexRange   // ByLex
+	Removed    int64
 }
 
 // ParseZRemRange reads ZREMRANGEBYRANK, ZREMRANGEBYSCORE and
@@ -290,9 +270,7 @@ func ParseZRemRange(args [][]byte) (Command, error) {
 	switch {
 	case is(args[0], "zremrangebyrank"):
 		op.By = ByRank
-		if op.Start, err = longArg(args[2]); err == nil {
-			op.Stop, err = longArg(args[3])
-		}
+		op.IndexRange, err = parseIndexRange(args[2], args[3])
 	case is(args[0], "zremrangebyscore"):
 		op.By = ByScore
 		op.Score, err = parseScoreRange(args[2], args[3])
@@ -326,8 +304,8 @@ func (op *ZRemRange) Run(v backends.View) error {
 	var n int
 	switch op.By {
 	case ByRank:
-		if from, to, ok := rankSpan(op.Start, op.Stop, z.Len()); ok {
-			n = z.removeRanks(from, to)
+		if from, to, ok := op.span(z.Len()); ok {
+			n = z.removeRanks(from+1, to+1) // 1-based
 		}
 	case ByScore:
 		n = z.removeRange(func(x *znode) bool { return !op.Score.AboveMin(x.score) },
