@@ -251,34 +251,6 @@ func (op *HExists) Run(v backends.View) error {
 
 func (op *HExists) Reply(w Writer) { w.Int(b2i(op.Found)) }
 
-// HLen is HLEN key.
-type HLen struct {
-	backends.Passed
-	Len int64 // result
-}
-
-// ParseHLen reads HLEN.
-func ParseHLen(args [][]byte) (Command, error) {
-	op := &HLen{}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*HLen) Name() string            { return "hlen" }
-func (*HLen) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *HLen) Run(v backends.View) error {
-	op.Len = 0
-	h, err := hashOf(v, 0)
-	if h == nil || err != nil {
-		return err
-	}
-	op.Len = int64(h.Len())
-	return nil
-}
-
-func (op *HLen) Reply(w Writer) { w.Int(op.Len) }
-
 // HStrLen is HSTRLEN key field.
 type HStrLen struct {
 	backends.Passed

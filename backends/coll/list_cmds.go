@@ -158,33 +158,6 @@ func bulks(w Writer, elems [][]byte) {
 	}
 }
 
-// LLen is LLEN key.
-type LLen struct {
-	backends.Passed
-	Len int64 // result
-}
-
-// ParseLLen reads LLEN key.
-func ParseLLen(args [][]byte) (Command, error) {
-	op := &LLen{}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*LLen) Name() string            { return "llen" }
-func (*LLen) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *LLen) Run(v backends.View) error {
-	op.Len = 0
-	l, err := listOf(v, 0)
-	if l != nil {
-		op.Len = int64(l.Len())
-	}
-	return err
-}
-
-func (op *LLen) Reply(w Writer) { w.Int(op.Len) }
-
 // LRange is LRANGE key start stop.
 type LRange struct {
 	backends.Passed
@@ -416,7 +389,6 @@ func (*LTrim) Reply(w Writer) { w.Status("OK") }
 var (
 	_ Command = (*Push)(nil)
 	_ Command = (*Pop)(nil)
-	_ Command = (*LLen)(nil)
 	_ Command = (*LRange)(nil)
 	_ Command = (*LIndex)(nil)
 	_ Command = (*LSet)(nil)

@@ -176,34 +176,6 @@ func (op *SIsMember) Reply(w Writer) {
 	}
 }
 
-// SCard is SCARD key.
-type SCard struct {
-	backends.Passed
-	Card int64 // result
-}
-
-// ParseSCard reads SCARD.
-func ParseSCard(args [][]byte) (Command, error) {
-	op := &SCard{}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*SCard) Name() string            { return "scard" }
-func (*SCard) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *SCard) Run(v backends.View) error {
-	op.Card = 0
-	s, err := setOf(v, 0)
-	if s == nil || err != nil {
-		return err
-	}
-	op.Card = int64(s.Len())
-	return nil
-}
-
-func (op *SCard) Reply(w Writer) { w.Int(op.Card) }
-
 // SMove is SMOVE source destination member: keys[0] is the source,
 // keys[1] the destination.
 type SMove struct {

@@ -218,34 +218,6 @@ func (op *ZRem) Run(v backends.View) error {
 
 func (op *ZRem) Reply(w Writer) { w.Int(op.Removed) }
 
-// ZCard is ZCARD key.
-type ZCard struct {
-	backends.Passed
-	Card int64
-}
-
-// ParseZCard reads ZCARD.
-func ParseZCard(args [][]byte) (Command, error) {
-	op := &ZCard{}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*ZCard) Name() string            { return "zcard" }
-func (*ZCard) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *ZCard) Run(v backends.View) error {
-	op.Card = 0
-	z, err := zsetOf(v, 0)
-	if z == nil || err != nil {
-		return err
-	}
-	op.Card = int64(z.Len())
-	return nil
-}
-
-func (op *ZCard) Reply(w Writer) { w.Int(op.Card) }
-
 // ZScore is ZSCORE key member.
 type ZScore struct {
 	backends.Passed
@@ -449,7 +421,6 @@ func (op *ZLexCount) Reply(w Writer) { w.Int(op.Count) }
 var (
 	_ Command = (*ZAdd)(nil)
 	_ Command = (*ZRem)(nil)
-	_ Command = (*ZCard)(nil)
 	_ Command = (*ZScore)(nil)
 	_ Command = (*ZMScore)(nil)
 	_ Command = (*ZRank)(nil)

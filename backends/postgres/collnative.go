@@ -82,8 +82,6 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		err = s.hashExists(ctx, keys[0], op)
 	case *coll.HStrLen:
 		err = s.hashStrLen(ctx, keys[0], op)
-	case *coll.HLen:
-		err = s.hashLen(ctx, keys[0], op)
 	case *coll.HDel:
 		err = s.hashDel(ctx, keys[0], op)
 	case *coll.HIncrBy:
@@ -96,8 +94,6 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		err = s.setRem(ctx, keys[0], op)
 	case *coll.SIsMember:
 		err = s.setIsMember(ctx, keys[0], op)
-	case *coll.SCard:
-		err = s.setCard(ctx, keys[0], op)
 	case *coll.ZAdd:
 		err = s.zsetAdd(ctx, keys[0], op)
 	case *coll.ZRem:
@@ -106,8 +102,6 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		err = s.zsetScore(ctx, keys[0], op)
 	case *coll.ZMScore:
 		err = s.zsetMScore(ctx, keys[0], op)
-	case *coll.ZCard:
-		err = s.zsetCard(ctx, keys[0], op)
 	case *coll.ZCount:
 		err = s.zsetCount(ctx, keys[0], op)
 	case *coll.ZRank:
@@ -122,8 +116,8 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		err = s.listPush(ctx, keys[0], op)
 	case *coll.Pop:
 		err = s.listPop(ctx, keys[0], op)
-	case *coll.LLen:
-		err = s.listLen(ctx, keys[0], op)
+	case *coll.Len:
+		err = s.collLen(ctx, keys[0], op)
 	case *coll.LIndex:
 		err = s.listIndex(ctx, keys[0], op)
 	case *coll.LRange:
@@ -304,6 +298,26 @@ func (s *KV) counted(ctx context.Context, op backends.Op, want byte, sql string,
 		*n = 0
 	}
 	return err
+}
+
+// collLen is HLEN, SCARD, ZCARD and LLEN: the items counted, or a list's
+// ends read.
+func (s *KV) collLen(ctx context.Context, key string, op *coll.Len) error {
+	if op.Type == backends.TypeList {
+		return s.listLen(ctx, key, op)
+	}
+	k, err := s.keyParam(ctx, op, key)
+	if err != nil {
+		return err
+	}
+	sql := s.coll.hash.count
+	switch op.Type {
+	case backends.TypeSet:
+		sql = s.coll.set.count
+	case backends.TypeZSet:
+		sql = s.coll.zset.count
+	}
+	return s.counted(ctx, op, kindOf(op.Type), sql, []any{k}, &op.Len)
 }
 
 // holds reports whether a read's row kind (nil: no live row) is want:

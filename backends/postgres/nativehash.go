@@ -148,15 +148,6 @@ func (s *KV) hashStrLen(ctx context.Context, key string, op *coll.HStrLen) error
 	return err
 }
 
-// hashLen is HLEN.
-func (s *KV) hashLen(ctx context.Context, key string, op *coll.HLen) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	return s.counted(ctx, op, kindHash, s.coll.hash.count, []any{k}, &op.Len)
-}
-
 // hashDel is HDEL.
 func (s *KV) hashDel(ctx context.Context, key string, op *coll.HDel) error {
 	k, err := s.keyParam(ctx, op, key)

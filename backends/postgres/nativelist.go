@@ -76,7 +76,7 @@ func (s *KV) listPop(ctx context.Context, key string, op *coll.Pop) error {
 }
 
 // listLen is LLEN: the list's ends, read from the primary key.
-func (s *KV) listLen(ctx context.Context, key string, op *coll.LLen) error {
+func (s *KV) listLen(ctx context.Context, key string, op *coll.Len) error {
 	k, err := s.keyParam(ctx, op, key)
 	if err != nil {
 		return err

@@ -85,15 +85,6 @@ func (s *KV) setIsMember(ctx context.Context, key string, op *coll.SIsMember) er
 	return nil
 }
 
-// setCard is SCARD.
-func (s *KV) setCard(ctx context.Context, key string, op *coll.SCard) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	return s.counted(ctx, op, kindSet, s.coll.set.count, []any{k}, &op.Card)
-}
-
 // $1 key, $2 members. SADD: the members that were not there, counted.
 const setAddSQL = `
 WITH {h},

@@ -219,15 +219,6 @@ func (s *KV) zsetRem(ctx context.Context, key string, op *coll.ZRem) error {
 	return wrongType(err, wrong)
 }
 
-// zsetCard is ZCARD.
-func (s *KV) zsetCard(ctx context.Context, key string, op *coll.ZCard) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	return s.counted(ctx, op, kindZSet, s.coll.zset.count, []any{k}, &op.Card)
-}
-
 // zsetCount is ZCOUNT: the range's index entries counted.
 func (s *KV) zsetCount(ctx context.Context, key string, op *coll.ZCount) error {
 	k, err := s.keyParam(ctx, op, key)

@@ -1,0 +1,55 @@
+package coll
+
+import "github.com/pgcache/pgcache/backends"
+
+// The commands that are one command over any kind of collection, each an
+// Op that names the kind it serves: the parser of each form fixes it.
+
+// collNames are the names of one command over each kind of collection, by
+// backends.Type.
+type collNames [backends.TypeHash + 1]string
+
+// Len is HLEN, SCARD, ZCARD and LLEN key: how many members the collection
+// has, 0 when the key does not exist.
+type Len struct {
+	backends.Passed
+	Type backends.Type // what the command counts: TypeHash, TypeSet, TypeZSet or TypeList
+	Len  int64         // result
+}
+
+var lenNames = collNames{backends.TypeHash: "hlen", backends.TypeSet: "scard", backends.TypeZSet: "zcard", backends.TypeList: "llen"}
+
+func parseLen(args [][]byte, t backends.Type) (Command, error) {
+	op := &Len{Type: t}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+// ParseHLen reads HLEN key.
+func ParseHLen(args [][]byte) (Command, error) { return parseLen(args, backends.TypeHash) }
+
+// ParseSCard reads SCARD key.
+func ParseSCard(args [][]byte) (Command, error) { return parseLen(args, backends.TypeSet) }
+
+// ParseZCard reads ZCARD key.
+func ParseZCard(args [][]byte) (Command, error) { return parseLen(args, backends.TypeZSet) }
+
+// ParseLLen reads LLEN key.
+func ParseLLen(args [][]byte) (Command, error) { return parseLen(args, backends.TypeList) }
+
+func (op *Len) Name() string         { return lenNames[op.Type] }
+func (*Len) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *Len) Run(v backends.View) error {
+	op.Len = 0
+	val, err := v.Get(0, op.Type)
+	if val == nil || err != nil {
+		return err
+	}
+	op.Len = int64(val.Len())
+	return nil
+}
+
+func (op *Len) Reply(w Writer) { w.Int(op.Len) }
+
+var _ Command = (*Len)(nil)
