@@ -52,4 +52,58 @@ func (op *Len) Run(v backends.View) error {
 
 func (op *Len) Reply(w Writer) { w.Int(op.Len) }
 
-var _ Command = (*Len)(nil)
+// Rem is HDEL, SREM and ZREM key member [member ...]: the members (a
+// hash's fields) removed, counted.
+type Rem struct {
+	backends.Passed
+	Type    backends.Type // TypeHash, TypeSet or TypeZSet
+	Members [][]byte
+	Removed int64 // result
+}
+
+var remNames = collNames{backends.TypeHash: "hdel", backends.TypeSet: "srem", backends.TypeZSet: "zrem"}
+
+func parseRem(args [][]byte, t backends.Type) (Command, error) {
+	op := &Rem{Type: t, Members: args[2:]}
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+// ParseHDel reads HDEL key field [field ...].
+func ParseHDel(args [][]byte) (Command, error) { return parseRem(args, backends.TypeHash) }
+
+// ParseSRem reads SREM key member [member ...].
+func ParseSRem(args [][]byte) (Command, error) { return parseRem(args, backends.TypeSet) }
+
+// ParseZRem reads ZREM key member [member ...].
+func ParseZRem(args [][]byte) (Command, error) { return parseRem(args, backends.TypeZSet) }
+
+func (op *Rem) Name() string         { return remNames[op.Type] }
+func (*Rem) Writes() backends.Writes { return backends.WritesAll }
+
+// Run needs the View's Limits for a hash: a small one keeps its order
+// (Hash.Del).
+func (op *Rem) Run(v backends.View) error {
+	op.Removed = 0
+	val, err := v.Get(0, op.Type)
+	if val == nil || err != nil {
+		return err
+	}
+	var l *Limits
+	if op.Type == backends.TypeHash {
+		l = LimitsOf(v)
+	}
+	for _, m := range op.Members {
+		if remove(val, stringOf(m), l) {
+			op.Removed++
+		}
+	}
+	return nil
+}
+
+func (op *Rem) Reply(w Writer) { w.Int(op.Removed) }
+
+var (
+	_ Command = (*Len)(nil)
+	_ Command = (*Rem)(nil)
+)

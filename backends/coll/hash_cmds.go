@@ -187,41 +187,6 @@ func (op *HMGet) Reply(w Writer) {
 	}
 }
 
-// HDel is HDEL key field [field ...].
-type HDel struct {
-	backends.Passed
-	Fields  [][]byte
-	Deleted int64 // result
-}
-
-// ParseHDel reads HDEL.
-func ParseHDel(args [][]byte) (Command, error) {
-	op := &HDel{Fields: args[2:]}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*HDel) Name() string            { return "hdel" }
-func (*HDel) Writes() backends.Writes { return backends.WritesAll }
-
-// Run needs the View's Limits: a small hash keeps its order (Hash.Del).
-func (op *HDel) Run(v backends.View) error {
-	op.Deleted = 0
-	h, err := hashOf(v, 0)
-	if h == nil || err != nil {
-		return err
-	}
-	l := LimitsOf(v)
-	for _, f := range op.Fields {
-		if h.Del(stringOf(f), l) {
-			op.Deleted++
-		}
-	}
-	return nil
-}
-
-func (op *HDel) Reply(w Writer) { w.Int(op.Deleted) }
-
 // HExists is HEXISTS key field.
 type HExists struct {
 	backends.Passed

@@ -67,39 +67,6 @@ func (op *SAdd) Run(v backends.View) error {
 
 func (op *SAdd) Reply(w Writer) { w.Int(op.Added) }
 
-// SRem is SREM key member [member ...].
-type SRem struct {
-	backends.Passed
-	Members [][]byte
-	Removed int64 // result
-}
-
-// ParseSRem reads SREM.
-func ParseSRem(args [][]byte) (Command, error) {
-	op := &SRem{Members: args[2:]}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*SRem) Name() string            { return "srem" }
-func (*SRem) Writes() backends.Writes { return backends.WritesAll }
-
-func (op *SRem) Run(v backends.View) error {
-	op.Removed = 0
-	s, err := setOf(v, 0)
-	if s == nil || err != nil {
-		return err
-	}
-	for _, m := range op.Members {
-		if s.Rem(stringOf(m)) {
-			op.Removed++
-		}
-	}
-	return nil
-}
-
-func (op *SRem) Reply(w Writer) { w.Int(op.Removed) }
-
 // SMembers is SMEMBERS key.
 type SMembers struct {
 	backends.Passed

@@ -185,39 +185,6 @@ func (op *ZAdd) Reply(w Writer) {
 	}
 }
 
-// ZRem is ZREM key member [member ...].
-type ZRem struct {
-	backends.Passed
-	Members [][]byte
-	Removed int64
-}
-
-// ParseZRem reads ZREM.
-func ParseZRem(args [][]byte) (Command, error) {
-	op := &ZRem{Members: args[2:]}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*ZRem) Name() string            { return "zrem" }
-func (*ZRem) Writes() backends.Writes { return backends.WritesAll }
-
-func (op *ZRem) Run(v backends.View) error {
-	op.Removed = 0
-	z, err := zsetOf(v, 0)
-	if z == nil || err != nil {
-		return err
-	}
-	for _, m := range op.Members {
-		if z.Del(stringOf(m)) {
-			op.Removed++
-		}
-	}
-	return nil
-}
-
-func (op *ZRem) Reply(w Writer) { w.Int(op.Removed) }
-
 // ZScore is ZSCORE key member.
 type ZScore struct {
 	backends.Passed
@@ -420,7 +387,6 @@ func (op *ZLexCount) Reply(w Writer) { w.Int(op.Count) }
 
 var (
 	_ Command = (*ZAdd)(nil)
-	_ Command = (*ZRem)(nil)
 	_ Command = (*ZScore)(nil)
 	_ Command = (*ZMScore)(nil)
 	_ Command = (*ZRank)(nil)

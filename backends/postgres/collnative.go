@@ -82,22 +82,18 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		err = s.hashExists(ctx, keys[0], op)
 	case *coll.HStrLen:
 		err = s.hashStrLen(ctx, keys[0], op)
-	case *coll.HDel:
-		err = s.hashDel(ctx, keys[0], op)
+	case *coll.Rem:
+		err = s.collRem(ctx, keys[0], op)
 	case *coll.HIncrBy:
 		err = s.hashIncrBy(ctx, keys[0], op)
 	case *coll.HIncrByFloat:
 		err = s.hashIncrByFloat(ctx, keys[0], op)
 	case *coll.SAdd:
 		err = s.setAdd(ctx, keys[0], op)
-	case *coll.SRem:
-		err = s.setRem(ctx, keys[0], op)
 	case *coll.SIsMember:
 		err = s.setIsMember(ctx, keys[0], op)
 	case *coll.ZAdd:
 		err = s.zsetAdd(ctx, keys[0], op)
-	case *coll.ZRem:
-		err = s.zsetRem(ctx, keys[0], op)
 	case *coll.ZScore:
 		err = s.zsetScore(ctx, keys[0], op)
 	case *coll.ZMScore:
@@ -318,6 +314,26 @@ func (s *KV) collLen(ctx context.Context, key string, op *coll.Len) error {
 		sql = s.coll.zset.count
 	}
 	return s.counted(ctx, op, kindOf(op.Type), sql, []any{k}, &op.Len)
+}
+
+// collRem is HDEL, SREM and ZREM.
+func (s *KV) collRem(ctx context.Context, key string, op *coll.Rem) error {
+	k, err := s.keyParam(ctx, op, key)
+	if err != nil {
+		return err
+	}
+	sql := s.coll.hash.del
+	switch op.Type {
+	case backends.TypeSet:
+		sql = s.coll.set.rem
+	case backends.TypeZSet:
+		sql = s.coll.zset.rem
+	}
+	var wrong bool
+	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindOf(op.Type), drop: true, sql: sql,
+		args: []any{k, op.Members},
+		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Removed) }})
+	return wrongType(err, wrong)
 }
 
 // holds reports whether a read's row kind (nil: no live row) is want:

@@ -148,19 +148,6 @@ func (s *KV) hashStrLen(ctx context.Context, key string, op *coll.HStrLen) error
 	return err
 }
 
-// hashDel is HDEL.
-func (s *KV) hashDel(ctx context.Context, key string, op *coll.HDel) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindHash, drop: true, sql: s.coll.hash.del,
-		args: []any{k, op.Fields},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Deleted) }})
-	return wrongType(err, wrong)
-}
-
 // hashIncrBy is HINCRBY, computed by the statement. When it refuses (the
 // field is not an integer, or the sum would overflow), Run on a hash of
 // just that field, as the statement read it, says which error Redis gives.

@@ -30,19 +30,6 @@ func (s *KV) setAdd(ctx context.Context, key string, op *coll.SAdd) error {
 	return wrongType(err, wrong)
 }
 
-// setRem is SREM.
-func (s *KV) setRem(ctx context.Context, key string, op *coll.SRem) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindSet, drop: true, sql: s.coll.set.rem,
-		args: []any{k, op.Members},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Removed) }})
-	return wrongType(err, wrong)
-}
-
 // setIsMember is SISMEMBER and SMISMEMBER.
 func (s *KV) setIsMember(ctx context.Context, key string, op *coll.SIsMember) error {
 	k, err := s.keyParam(ctx, op, key)

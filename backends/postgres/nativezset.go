@@ -206,19 +206,6 @@ func scoreBounds(r coll.ScoreRange) (min, max float64) {
 	return min, max
 }
 
-// zsetRem is ZREM.
-func (s *KV) zsetRem(ctx context.Context, key string, op *coll.ZRem) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
-	var wrong bool
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kindZSet, drop: true, sql: s.coll.zset.rem,
-		args: []any{k, op.Members},
-		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &op.Removed) }})
-	return wrongType(err, wrong)
-}
-
 // zsetCount is ZCOUNT: the range's index entries counted.
 func (s *KV) zsetCount(ctx context.Context, key string, op *coll.ZCount) error {
 	k, err := s.keyParam(ctx, op, key)
