@@ -313,25 +313,36 @@ func (op *ZRank) Reply(w Writer) {
 	w.Int(op.Rank)
 }
 
-// ZCount is ZCOUNT key min max: how many members have a score in Range.
+// ZCount is ZCOUNT key min max and ZLEXCOUNT key min max: how many
+// members are within Bounds, of scores (ByScore) or of members (ByLex).
 type ZCount struct {
 	backends.Passed
-	Range ScoreRange
-	Count int64
+	Bounds
+	Count int64 // result
 }
 
-// ParseZCount reads ZCOUNT.
-func ParseZCount(args [][]byte) (Command, error) {
-	r, err := parseScoreRange(args[2], args[3])
+func parseZCount(args [][]byte, by RangeBy) (Command, error) {
+	b, err := parseBounds(by, args[2], args[3])
 	if err != nil {
 		return nil, err
 	}
-	op := &ZCount{Range: r}
+	op := &ZCount{Bounds: b}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
 
-func (*ZCount) Name() string            { return "zcount" }
+// ParseZCount reads ZCOUNT.
+func ParseZCount(args [][]byte) (Command, error) { return parseZCount(args, ByScore) }
+
+// ParseZLexCount reads ZLEXCOUNT.
+func ParseZLexCount(args [][]byte) (Command, error) { return parseZCount(args, ByLex) }
+
+func (op *ZCount) Name() string {
+	if op.By == ByLex {
+		return "zlexcount"
+	}
+	return "zcount"
+}
 func (*ZCount) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *ZCount) Run(v backends.View) error {
@@ -340,8 +351,7 @@ func (op *ZCount) Run(v backends.View) error {
 	if z == nil || err != nil {
 		return err
 	}
-	if first := z.firstInScore(op.Range); first != nil {
-		last := z.lastInScore(op.Range)
+	if first, last := op.nodes(z); first != nil {
 		op.Count = int64(z.sl.rank(last) - z.sl.rank(first) + 1)
 	}
 	return nil
@@ -349,47 +359,10 @@ func (op *ZCount) Run(v backends.View) error {
 
 func (op *ZCount) Reply(w Writer) { w.Int(op.Count) }
 
-// ZLexCount is ZLEXCOUNT key min max: how many members are in Range.
-type ZLexCount struct {
-	backends.Passed
-	Range LexRange
-	Count int64
-}
-
-// ParseZLexCount reads ZLEXCOUNT.
-func ParseZLexCount(args [][]byte) (Command, error) {
-	r, err := parseLexRange(args[2], args[3])
-	if err != nil {
-		return nil, err
-	}
-	op := &ZLexCount{Range: r}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*ZLexCount) Name() string            { return "zlexcount" }
-func (*ZLexCount) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *ZLexCount) Run(v backends.View) error {
-	op.Count = 0
-	z, err := zsetOf(v, 0)
-	if z == nil || err != nil {
-		return err
-	}
-	if first := z.firstInLex(op.Range); first != nil {
-		last := z.lastInLex(op.Range)
-		op.Count = int64(z.sl.rank(last) - z.sl.rank(first) + 1)
-	}
-	return nil
-}
-
-func (op *ZLexCount) Reply(w Writer) { w.Int(op.Count) }
-
 var (
 	_ Command = (*ZAdd)(nil)
 	_ Command = (*ZScore)(nil)
 	_ Command = (*ZMScore)(nil)
 	_ Command = (*ZRank)(nil)
 	_ Command = (*ZCount)(nil)
-	_ Command = (*ZLexCount)(nil)
 )

@@ -19,6 +19,69 @@ const (
 	ByLex                  // a LexRange
 )
 
+// Bounds are the range a sorted set command names: of ranks, of scores
+// or of members, as By says.
+type Bounds struct {
+	By         RangeBy
+	IndexRange            // ByRank
+	Score      ScoreRange // ByScore
+	Lex        LexRange   // ByLex
+}
+
+// parseBounds reads min and max (start and stop, ByRank) of a range by.
+func parseBounds(by RangeBy, lo, hi []byte) (Bounds, error) {
+	b := Bounds{By: by}
+	var err error
+	switch by {
+	case ByRank:
+		b.IndexRange, err = parseIndexRange(lo, hi)
+	case ByScore:
+		b.Score, err = parseScoreRange(lo, hi)
+	case ByLex:
+		b.Lex, err = parseLexRange(lo, hi)
+	}
+	return b, err
+}
+
+// Bounds of scores or members are, to the skip list, a stretch of its
+// order: the nodes before them, then those within them (up to the first
+// after them), then the rest. before and within are each true of a
+// prefix of the list.
+
+func (b *Bounds) before(x *znode) bool {
+	if b.By == ByLex {
+		return !b.Lex.AboveMin(x.member)
+	}
+	return !b.Score.AboveMin(x.score)
+}
+
+func (b *Bounds) within(x *znode) bool {
+	if b.By == ByLex {
+		return b.Lex.BelowMax(x.member)
+	}
+	return b.Score.BelowMax(x.score)
+}
+
+func (b *Bounds) empty() bool {
+	if b.By == ByLex {
+		return b.Lex.Empty()
+	}
+	return b.Score.Empty()
+}
+
+// nodes returns the first and last nodes of z within bounds of scores or
+// members, nil and nil when none is.
+func (b *Bounds) nodes(z *ZSet) (first, last *znode) {
+	if b.empty() || z.sl.tail == nil || b.before(z.sl.tail) || !b.within(z.sl.first()) {
+		return nil, nil
+	}
+	first = z.sl.firstWhere(b.before, nil)
+	if first == nil || !b.within(first) {
+		return nil, nil
+	}
+	return first, z.sl.lastWhere(b.within)
+}
+
 // ZRange is ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset
 // count] [WITHSCORES], ZRANGESTORE dst src start stop [BYSCORE|BYLEX]
 // [REV] [LIMIT offset count] (Store: keys[0] is dst, keys[1] src), and the
@@ -29,11 +92,8 @@ const (
 // and fills Result in the order the reply lists it (descending when Rev).
 type ZRange struct {
 	backends.Passed
-	By         RangeBy
-	Rev        bool
-	IndexRange            // ByRank
-	Score      ScoreRange // ByScore
-	Lex        LexRange   // ByLex
+	Bounds
+	Rev bool
 	// Offset and Count are LIMIT's (ByScore and ByLex only): skip Offset
 	// members (a negative Offset leaves none), then list at most Count
 	// (a negative Count: all).
@@ -83,7 +143,8 @@ func ParseZRange(args [][]byte) (Command, error) {
 	if name == "" {
 		return nil, unknownCommand(args[0])
 	}
-	op := &ZRange{name: name, Store: f.store, By: f.by, Rev: f.rev, Count: -1}
+	op := &ZRange{name: name, Store: f.store, Rev: f.rev, Count: -1}
+	op.By = f.by
 	op.Args, op.KeyAt = args, at1
 	if f.store {
 		op.KeyAt = at12
@@ -125,15 +186,7 @@ func ParseZRange(args [][]byte) (Command, error) {
 		lo, hi = hi, lo // given as max, min
 	}
 	var err error
-	switch op.By {
-	case ByRank:
-		op.IndexRange, err = parseIndexRange(lo, hi)
-	case ByScore:
-		op.Score, err = parseScoreRange(lo, hi)
-	case ByLex:
-		op.Lex, err = parseLexRange(lo, hi)
-	}
-	if err != nil {
+	if op.Bounds, err = parseBounds(op.By, lo, hi); err != nil {
 		return nil, err
 	}
 	return op, nil
@@ -150,15 +203,13 @@ func (op *ZRange) Run(v backends.View) error {
 	if err != nil {
 		return err
 	}
-	if z != nil {
-		switch op.By {
-		case ByRank:
-			op.Result = z.appendRanks(op.Result, op.IndexRange, op.Rev)
-		case ByScore:
-			op.Result = z.appendSpan(op.Result, z.firstInScore(op.Score), z.lastInScore(op.Score), op.Offset, op.Count, op.Rev)
-		case ByLex:
-			op.Result = z.appendSpan(op.Result, z.firstInLex(op.Lex), z.lastInLex(op.Lex), op.Offset, op.Count, op.Rev)
-		}
+	switch {
+	case z == nil:
+	case op.By == ByRank:
+		op.Result = z.appendRanks(op.Result, op.IndexRange, op.Rev)
+	default:
+		first, last := op.nodes(z)
+		op.Result = z.appendSpan(op.Result, first, last, op.Offset, op.Count, op.Rev)
 	}
 	if op.Store {
 		op.Stored = int64(len(op.Result))
@@ -254,33 +305,26 @@ func (z *ZSet) appendSpan(es []ZEntry, first, last *znode, offset, count int64, 
 // max and ZREMRANGEBYLEX key min max.
 type ZRemRange struct {
 	backends.Passed
-	By         RangeBy
-	IndexRange            // ByRank
-	Score      ScoreRange // ByScore
-	Lex        LexRange   // ByLex
-	Removed    int64
+	Bounds
+	Removed int64
 }
 
 // ParseZRemRange reads ZREMRANGEBYRANK, ZREMRANGEBYSCORE and
 // ZREMRANGEBYLEX.
 func ParseZRemRange(args [][]byte) (Command, error) {
-	op := &ZRemRange{}
-	op.Args, op.KeyAt = args, at1
-	var err error
+	by := ByLex
 	switch {
 	case is(args[0], "zremrangebyrank"):
-		op.By = ByRank
-		op.IndexRange, err = parseIndexRange(args[2], args[3])
+		by = ByRank
 	case is(args[0], "zremrangebyscore"):
-		op.By = ByScore
-		op.Score, err = parseScoreRange(args[2], args[3])
-	default:
-		op.By = ByLex
-		op.Lex, err = parseLexRange(args[2], args[3])
+		by = ByScore
 	}
+	b, err := parseBounds(by, args[2], args[3])
 	if err != nil {
 		return nil, err
 	}
+	op := &ZRemRange{Bounds: b}
+	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
 
@@ -302,17 +346,10 @@ func (op *ZRemRange) Run(v backends.View) error {
 		return err
 	}
 	var n int
-	switch op.By {
-	case ByRank:
-		if from, to, ok := op.span(z.Len()); ok {
-			n = z.removeRanks(from+1, to+1) // 1-based
-		}
-	case ByScore:
-		n = z.removeRange(func(x *znode) bool { return !op.Score.AboveMin(x.score) },
-			func(x *znode) bool { return op.Score.BelowMax(x.score) })
-	case ByLex:
-		n = z.removeRange(func(x *znode) bool { return !op.Lex.AboveMin(x.member) },
-			func(x *znode) bool { return op.Lex.BelowMax(x.member) })
+	if op.By != ByRank {
+		n = z.removeRange(op.before, op.within)
+	} else if from, to, ok := op.span(z.Len()); ok {
+		n = z.removeRanks(from+1, to+1) // 1-based
 	}
 	op.Removed = int64(n)
 	return nil
