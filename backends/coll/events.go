@@ -90,13 +90,9 @@ func commandEvents(op backends.Op, yield func(Event)) {
 		if len(op.out) > 0 {
 			ev(ClassSet, "spop", 0)
 		}
-	case *SInter:
+	case *SetOp:
 		if op.store && op.n > 0 {
-			ev(ClassSet, "sinterstore", 0)
-		}
-	case *SUnion:
-		if op.store && op.n > 0 {
-			ev(ClassSet, op.Name(), 0)
+			ev(ClassSet, op.name, 0)
 		}
 	case *Sort:
 		if op.n > 0 {
