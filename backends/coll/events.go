@@ -149,9 +149,7 @@ func commandEvents(op backends.Op, yield func(Event)) {
 	case *BLMove:
 		commandEvents(&op.LMove, yield)
 	case *BPop:
-		if op.Found {
-			from(ClassList, popName(op.End), op.Key)
-		}
+		commandEvents(&op.LMPop, yield)
 	case *LMPop:
 		if op.Found {
 			from(ClassList, popName(op.End), op.Key)
@@ -165,9 +163,7 @@ func commandEvents(op backends.Op, yield func(Event)) {
 	case *BZMPop:
 		commandEvents(&op.ZMPop, yield)
 	case *BZPop:
-		if op.key != nil {
-			from(ClassZSet, zpopName(op.max), op.key)
-		}
+		commandEvents(&op.ZMPop, yield)
 	}
 }
 

@@ -14,34 +14,33 @@ import (
 // one key named twice rotates its list.
 type LMove struct {
 	backends.Passed
+	wait      // BLMOVE's: woken, a source of another type is waited on
 	From, To  End
 	Elem      []byte // result: the element moved
 	Found     bool   // result: the source held a list
 	rpoplpush bool
-	woken     bool // BLMOVE woken: a source of another type is waited on
 }
 
 // ParseLMove reads LMOVE source destination LEFT|RIGHT LEFT|RIGHT.
 func ParseLMove(args [][]byte) (Command, error) {
-	op, err := parseLMove(args)
-	if err != nil {
+	op := &LMove{}
+	if err := op.parse(args); err != nil {
 		return nil, err
 	}
 	return op, nil
 }
 
-func parseLMove(args [][]byte) (*LMove, error) {
-	from, err := endArg(args[3])
-	if err != nil {
-		return nil, err
+// parse reads [B]LMOVE's source, destination and ends.
+func (op *LMove) parse(args [][]byte) error {
+	var err error
+	if op.From, err = endArg(args[3]); err != nil {
+		return err
 	}
-	to, err := endArg(args[4])
-	if err != nil {
-		return nil, err
+	if op.To, err = endArg(args[4]); err != nil {
+		return err
 	}
-	op := &LMove{From: from, To: to}
 	op.Args, op.KeyAt = args, at12
-	return op, nil
+	return nil
 }
 
 // ParseRPopLPush reads RPOPLPUSH source destination.
@@ -65,7 +64,7 @@ func (*LMove) Writes() backends.Writes { return backends.WritesAll }
 func (op *LMove) Run(v backends.View) error {
 	op.Elem, op.Found = nil, false
 	src, err := listOf(v, 0)
-	if op.woken && errors.Is(err, backends.ErrWrongType) {
+	if op.Woken && errors.Is(err, backends.ErrWrongType) {
 		return nil
 	}
 	if src == nil || err != nil {
@@ -97,53 +96,71 @@ func (op *LMove) Reply(w Writer) {
 // count elements from the first key that holds a list.
 type LMPop struct {
 	backends.Passed
+	wait  // BLMPOP's: woken, keys of another type are passed over
 	End   End
-	Count int64    // at least 1
-	Found bool     // result: one of the keys held a list
-	Key   []byte   // result: that key (a copy)
-	Elems [][]byte // result: what was popped, in the order popped
-	woken bool     // BLMPOP woken: keys of another type are passed over
+	Count int64     // at least 1
+	Found bool      // result: one of the keys held a list
+	Key   []byte    // result: that key (a copy)
+	Elems [][]byte  // result: what was popped, in the order popped
+	one   [1][]byte // Elems' room for one element, without an allocation
 }
 
 // ParseLMPop reads LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count].
 func ParseLMPop(args [][]byte) (Command, error) {
-	op, err := parseLMPop(args, 1)
-	if err != nil {
+	op := &LMPop{}
+	if err := op.parse(args, 1); err != nil {
 		return nil, err
 	}
 	return op, nil
 }
 
-// parseLMPop reads [B]LMPOP's arguments from numkeys, at args[at].
-func parseLMPop(args [][]byte, at int) (*LMPop, error) {
+// parse reads [B]LMPOP's arguments from numkeys, at args[at].
+func (op *LMPop) parse(args [][]byte, at int) error {
+	keyAt, end, count, err := parseMPop(args, at, "left", "right")
+	if err != nil {
+		return err
+	}
+	op.End, op.Count, op.Elems = End(end), count, op.one[:0]
+	op.Args, op.KeyAt, op.NullArray = args, keyAt, true
+	return nil
+}
+
+// parseMPop reads what LMPOP and ZMPOP (and their blocking forms) take
+// from numkeys, at args[at]: numkeys key [key ...] end [COUNT count],
+// where end is the word first or second (LEFT or RIGHT, MIN or MAX). It
+// returns the keys' indexes, 0 or 1 for the end, and the count (1 when not
+// given).
+func parseMPop(args [][]byte, at int, first, second string) (keyAt []int, end int, count int64, err error) {
 	numkeys, err := rangeArg(args[at], 1, maxLong, errNumkeys)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	if numkeys >= int64(len(args)-at-1) {
-		return nil, errSyntax // no room for LEFT|RIGHT after the keys
+		return nil, 0, 0, errSyntax // no room for the end after the keys
 	}
 	where := at + int(numkeys) + 1
-	end, err := endArg(args[where])
-	if err != nil {
-		return nil, err
+	switch {
+	case is(args[where], first):
+	case is(args[where], second):
+		end = 1
+	default:
+		return nil, 0, 0, errSyntax
 	}
-	op := &LMPop{End: end, Count: -1}
+	count = -1
 	for j := where + 1; j < len(args); j++ {
-		if op.Count == -1 && is(args[j], "count") && j+1 < len(args) {
+		if count == -1 && is(args[j], "count") && j+1 < len(args) {
 			j++
-			if op.Count, err = rangeArg(args[j], 1, maxLong, errCountZero); err != nil {
-				return nil, err
+			if count, err = rangeArg(args[j], 1, maxLong, errCountZero); err != nil {
+				return nil, 0, 0, err
 			}
 			continue
 		}
-		return nil, errSyntax
+		return nil, 0, 0, errSyntax
 	}
-	if op.Count == -1 {
-		op.Count = 1
+	if count == -1 {
+		count = 1
 	}
-	op.Args, op.KeyAt, op.NullArray = args, keysAt(at+1, int(numkeys)), true
-	return op, nil
+	return keysAt(at+1, int(numkeys)), end, count, nil
 }
 
 func (*LMPop) Name() string            { return "lmpop" }
@@ -153,21 +170,12 @@ func (*LMPop) Writes() backends.Writes { return backends.WritesAll }
 // before it fails the command, one after it is not looked at.
 func (op *LMPop) Run(v backends.View) error {
 	op.Found, op.Key, op.Elems = false, nil, op.Elems[:0]
-	for i := range op.KeyAt {
-		l, err := listOf(v, i)
-		if op.woken && errors.Is(err, backends.ErrWrongType) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if l == nil {
-			continue
-		}
-		op.Found, op.Key = true, clone(op.Args[op.KeyAt[i]])
-		op.Elems = l.PopN(op.Elems, op.End, op.Count)
-		return nil
+	val, i, err := op.firstHeld(v, len(op.KeyAt), backends.TypeList)
+	if val == nil || err != nil {
+		return err
 	}
+	op.Found, op.Key = true, clone(op.Args[op.KeyAt[i]])
+	op.Elems = val.(*List).PopN(op.Elems, op.End, op.Count)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package coll
 
 import (
-	"time"
 	"unsafe"
 
 	"github.com/pgcache/pgcache/backends"
@@ -117,17 +116,4 @@ func stringOf(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
-}
-
-// Blocker is a Command that may wait for its keys (BLPOP, BZPOPMIN,
-// BLMOVE…): Run does what its non-blocking form does, and Ready reports
-// whether that did anything. When it did not, the RESP front waits until
-// one of the keys changes, or Timeout passes (0: forever), and runs it
-// again; once Timeout has passed it answers TimedOut instead of Reply.
-// Inside MULTI or a script a Blocker never waits: it answers at once.
-type Blocker interface {
-	Command
-	Ready() bool
-	Timeout() time.Duration
-	TimedOut(w Writer)
 }
