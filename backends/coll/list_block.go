@@ -54,11 +54,7 @@ type BLMPop struct {
 // count]; Redis checks the timeout last.
 func ParseBLMPop(args [][]byte) (Command, error) {
 	op := &BLMPop{}
-	if err := op.parse(args, 2); err != nil {
-		return nil, err
-	}
-	var err error
-	if op.timeout, err = parseTimeout(args[1]); err != nil {
+	if err := op.parse(args, true); err != nil {
 		return nil, err
 	}
 	return op, nil

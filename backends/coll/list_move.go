@@ -2,6 +2,7 @@ package coll
 
 import (
 	"errors"
+	"time"
 
 	"github.com/pgcache/pgcache/backends"
 )
@@ -108,59 +109,73 @@ type LMPop struct {
 // ParseLMPop reads LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count].
 func ParseLMPop(args [][]byte) (Command, error) {
 	op := &LMPop{}
-	if err := op.parse(args, 1); err != nil {
+	if err := op.parse(args, false); err != nil {
 		return nil, err
 	}
 	return op, nil
 }
 
-// parse reads [B]LMPOP's arguments from numkeys, at args[at].
-func (op *LMPop) parse(args [][]byte, at int) error {
-	keyAt, end, count, err := parseMPop(args, at, "left", "right")
+// parse reads LMPOP's arguments, or BLMPOP's (blocking).
+func (op *LMPop) parse(args [][]byte, blocking bool) error {
+	a, err := parseMPop(args, blocking, "left", "right")
 	if err != nil {
 		return err
 	}
-	op.End, op.Count, op.Elems = End(end), count, op.one[:0]
-	op.Args, op.KeyAt, op.NullArray = args, keyAt, true
+	op.End, op.Count, op.Elems, op.timeout = End(a.end), a.count, op.one[:0], a.timeout
+	op.Args, op.KeyAt, op.NullArray = args, a.keyAt, true
 	return nil
 }
 
-// parseMPop reads what LMPOP and ZMPOP (and their blocking forms) take
-// from numkeys, at args[at]: numkeys key [key ...] end [COUNT count],
-// where end is the word first or second (LEFT or RIGHT, MIN or MAX). It
-// returns the keys' indexes, 0 or 1 for the end, and the count (1 when not
-// given).
-func parseMPop(args [][]byte, at int, first, second string) (keyAt []int, end int, count int64, err error) {
+// mpopArgs are what LMPOP and ZMPOP take, and BLMPOP and BZMPOP, with a
+// timeout first: [timeout] numkeys key [key ...] end [COUNT count], where
+// end is one of two words (LEFT or RIGHT, MIN or MAX).
+type mpopArgs struct {
+	keyAt   []int
+	end     int   // 0: the first word, 1: the second
+	count   int64 // 1 when not given
+	timeout time.Duration
+}
+
+// parseMPop reads mpopArgs; Redis checks a blocking form's timeout last.
+func parseMPop(args [][]byte, blocking bool, first, second string) (mpopArgs, error) {
+	a := mpopArgs{count: -1}
+	at := 1 // numkeys
+	if blocking {
+		at = 2
+	}
 	numkeys, err := rangeArg(args[at], 1, maxLong, errNumkeys)
 	if err != nil {
-		return nil, 0, 0, err
+		return a, err
 	}
 	if numkeys >= int64(len(args)-at-1) {
-		return nil, 0, 0, errSyntax // no room for the end after the keys
+		return a, errSyntax // no room for the end after the keys
 	}
 	where := at + int(numkeys) + 1
 	switch {
 	case is(args[where], first):
 	case is(args[where], second):
-		end = 1
+		a.end = 1
 	default:
-		return nil, 0, 0, errSyntax
+		return a, errSyntax
 	}
-	count = -1
 	for j := where + 1; j < len(args); j++ {
-		if count == -1 && is(args[j], "count") && j+1 < len(args) {
+		if a.count == -1 && is(args[j], "count") && j+1 < len(args) {
 			j++
-			if count, err = rangeArg(args[j], 1, maxLong, errCountZero); err != nil {
-				return nil, 0, 0, err
+			if a.count, err = rangeArg(args[j], 1, maxLong, errCountZero); err != nil {
+				return a, err
 			}
 			continue
 		}
-		return nil, 0, 0, errSyntax
+		return a, errSyntax
 	}
-	if count == -1 {
-		count = 1
+	if a.count == -1 {
+		a.count = 1
 	}
-	return keysAt(at+1, int(numkeys)), end, count, nil
+	a.keyAt = keysAt(at+1, int(numkeys))
+	if blocking {
+		a.timeout, err = parseTimeout(args[1])
+	}
+	return a, err
 }
 
 func (*LMPop) Name() string            { return "lmpop" }

@@ -118,20 +118,20 @@ type ZMPop struct {
 // ParseZMPop reads ZMPOP.
 func ParseZMPop(args [][]byte) (Command, error) {
 	op := &ZMPop{}
-	if err := op.parse(args, 1); err != nil {
+	if err := op.parse(args, false); err != nil {
 		return nil, err
 	}
 	return op, nil
 }
 
-// parse reads [B]ZMPOP's arguments from numkeys, at args[at].
-func (op *ZMPop) parse(args [][]byte, at int) error {
-	keyAt, end, count, err := parseMPop(args, at, "min", "max")
+// parse reads ZMPOP's arguments, or BZMPOP's (blocking).
+func (op *ZMPop) parse(args [][]byte, blocking bool) error {
+	a, err := parseMPop(args, blocking, "min", "max")
 	if err != nil {
 		return err
 	}
-	op.max, op.count, op.popped = end == 1, count, op.one[:0]
-	op.Args, op.KeyAt, op.NullArray = args, keyAt, true
+	op.max, op.count, op.popped, op.timeout = a.end == 1, a.count, op.one[:0], a.timeout
+	op.Args, op.KeyAt, op.NullArray = args, a.keyAt, true
 	return nil
 }
 
@@ -174,11 +174,7 @@ type BZMPop struct {
 // ParseBZMPop reads BZMPOP.
 func ParseBZMPop(args [][]byte) (Command, error) {
 	op := &BZMPop{}
-	if err := op.parse(args, 2); err != nil {
-		return nil, err
-	}
-	var err error
-	if op.timeout, err = parseTimeout(args[1]); err != nil {
+	if err := op.parse(args, true); err != nil {
 		return nil, err
 	}
 	return op, nil
