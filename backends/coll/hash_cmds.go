@@ -96,13 +96,7 @@ func (op *HGet) Run(v backends.View) error {
 	return nil
 }
 
-func (op *HGet) Reply(w Writer) {
-	if !op.Found {
-		w.Null()
-		return
-	}
-	w.Bulk(op.Value)
-}
+func (op *HGet) Reply(w Writer) { bulkOrNull(w, op.Value, op.Found) }
 
 // HSetNX is HSETNX key field value.
 type HSetNX struct {
@@ -176,16 +170,7 @@ func (op *HMGet) Run(v backends.View) error {
 	return nil
 }
 
-func (op *HMGet) Reply(w Writer) {
-	w.Array(len(op.Values))
-	for _, val := range op.Values {
-		if val == nil {
-			w.Null()
-			continue
-		}
-		w.Bulk(val)
-	}
-}
+func (op *HMGet) Reply(w Writer) { bulksOrNull(w, op.Values) }
 
 // HExists is HEXISTS key field.
 type HExists struct {

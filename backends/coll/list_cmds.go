@@ -150,14 +150,6 @@ func (op *Pop) Reply(w Writer) {
 	}
 }
 
-// bulks writes elems as an array of bulk strings.
-func bulks(w Writer, elems [][]byte) {
-	w.Array(len(elems))
-	for _, e := range elems {
-		w.Bulk(e)
-	}
-}
-
 // LRange is LRANGE key start stop.
 type LRange struct {
 	backends.Passed
@@ -226,13 +218,7 @@ func (op *LIndex) Run(v backends.View) error {
 	return nil
 }
 
-func (op *LIndex) Reply(w Writer) {
-	if !op.Found {
-		w.Null()
-		return
-	}
-	w.Bulk(op.Elem)
-}
+func (op *LIndex) Reply(w Writer) { bulkOrNull(w, op.Elem, op.Found) }
 
 // LSet is LSET key index element.
 type LSet struct {

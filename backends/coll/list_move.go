@@ -85,13 +85,7 @@ func (op *LMove) Run(v backends.View) error {
 	return nil
 }
 
-func (op *LMove) Reply(w Writer) {
-	if !op.Found {
-		w.Null()
-		return
-	}
-	w.Bulk(op.Elem)
-}
+func (op *LMove) Reply(w Writer) { bulkOrNull(w, op.Elem, op.Found) }
 
 // LMPop is LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: pops up to
 // count elements from the first key that holds a list.

@@ -95,10 +95,7 @@ func (a *scanArgs) page(n int) (from, to int, next uint64) {
 func writeScan(w Writer, cursor uint64, elems [][]byte) {
 	w.Array(2)
 	w.Bulk(strconv.AppendUint(nil, cursor, 10))
-	w.Array(len(elems))
-	for _, e := range elems {
-		w.Bulk(e)
-	}
+	bulks(w, elems)
 }
 
 // Scan is HSCAN, SSCAN and ZSCAN key cursor [MATCH pattern] [COUNT count].

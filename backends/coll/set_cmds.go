@@ -22,14 +22,6 @@ func setOf(v backends.View, i int) (*Set, error) {
 	return val.(*Set), nil
 }
 
-// writeMembers writes members as a set (RESP3's ~, an array in RESP2).
-func writeMembers(w Writer, ms []string) {
-	w.Set(len(ms))
-	for _, m := range ms {
-		w.Bulk(bytesOf(m))
-	}
-}
-
 // SAdd is SADD key member [member ...].
 type SAdd struct {
 	backends.Passed

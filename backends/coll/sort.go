@@ -282,12 +282,5 @@ func (op *Sort) Reply(w Writer) {
 		w.Int(op.n)
 		return
 	}
-	w.Array(len(op.out))
-	for _, e := range op.out {
-		if e == nil {
-			w.Null()
-		} else {
-			w.Bulk(e)
-		}
-	}
+	bulksOrNull(w, op.out)
 }

@@ -27,26 +27,6 @@ func zsetOf(v backends.View, i int) (*ZSet, error) {
 	return val.(*ZSet), nil
 }
 
-// writeEntries answers entries as Redis's range replies: members, or with
-// scores, member and score flat in RESP2 and in pairs in RESP3.
-func writeEntries(w Writer, es []ZEntry, withScores bool) {
-	pairs := withScores && w.RESP3()
-	if withScores && !pairs {
-		w.Array(2 * len(es))
-	} else {
-		w.Array(len(es))
-	}
-	for _, e := range es {
-		if pairs {
-			w.Array(2)
-		}
-		w.Bulk(bytesOf(e.Member))
-		if withScores {
-			w.Double(e.Score)
-		}
-	}
-}
-
 // ZAdd is ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member
 // ...], and ZINCRBY key increment member, which is ZADD key INCR.
 type ZAdd struct {
