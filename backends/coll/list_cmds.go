@@ -94,7 +94,7 @@ func parsePop(args [][]byte, end End) (Command, error) {
 	op := &Pop{End: end, Count: -1}
 	op.Elems = op.one[:0]
 	if len(args) == 3 {
-		n, err := rangeArg(args[2], 0, maxLong, errNotPositive)
+		n, err := countArg(args[2])
 		if err != nil {
 			return nil, err
 		}

@@ -376,6 +376,23 @@ func longArg(b []byte) (int64, error) {
 	return n, nil
 }
 
+// countArg reads the count LPOP, SPOP and ZPOPMIN may take: at least 0.
+func countArg(b []byte) (int64, error) { return rangeArg(b, 0, maxLong, errNotPositive) }
+
+// optionalCount reads the count SPOP, SRANDMEMBER and ZPOPMIN may take
+// after their key (args[2]) with read; given is false without one, and a
+// further argument is a syntax error.
+func optionalCount(args [][]byte, read func([]byte) (int64, error)) (n int64, given bool, err error) {
+	switch {
+	case len(args) > 3:
+		return 0, false, errSyntax
+	case len(args) == 3:
+		n, err = read(args[2])
+		return n, err == nil, err
+	}
+	return 0, false, nil
+}
+
 // rangeArg is getRangeLongFromObjectOrReply with a message: an integer in
 // [lo, hi], or msg when it is not one or is out of that range (Redis uses
 // the one message for both).

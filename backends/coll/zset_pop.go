@@ -45,18 +45,15 @@ type ZPop struct {
 
 // ParseZPop reads ZPOPMIN and ZPOPMAX.
 func ParseZPop(args [][]byte) (Command, error) {
-	if len(args) > 3 {
-		return nil, errSyntax
+	n, given, err := optionalCount(args, countArg)
+	if err != nil {
+		return nil, err
 	}
 	op := &ZPop{Max: is(args[0], "zpopmax"), Count: -1}
-	op.Args, op.KeyAt = args, at1
-	if len(args) == 3 {
-		n, ok := backends.ParseInt(args[2])
-		if !ok || n < 0 {
-			return nil, errNotPositive
-		}
+	if given {
 		op.Count = n
 	}
+	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
 
