@@ -103,7 +103,73 @@ func (op *Rem) Run(v backends.View) error {
 
 func (op *Rem) Reply(w Writer) { w.Int(op.Removed) }
 
+// Has is SISMEMBER key member and HEXISTS key field, and SMISMEMBER key
+// member [member ...], which answers an array: whether each member (a
+// hash's field) is there.
+type Has struct {
+	backends.Passed
+	Type    backends.Type // TypeSet or TypeHash
+	Members [][]byte
+	multi   bool
+	Found   []bool  // result: whether each member is there
+	one     [1]bool // Found's room for one member, without an allocation
+}
+
+func parseHas(args [][]byte, t backends.Type, members [][]byte) (Command, error) {
+	op := &Has{Type: t, Members: members, multi: is(args[0], "smismember")}
+	op.Found = op.one[:0]
+	op.Args, op.KeyAt = args, at1
+	return op, nil
+}
+
+// ParseSIsMember reads SISMEMBER key member and SMISMEMBER key member
+// [member ...].
+func ParseSIsMember(args [][]byte) (Command, error) {
+	return parseHas(args, backends.TypeSet, args[2:])
+}
+
+// ParseHExists reads HEXISTS key field.
+func ParseHExists(args [][]byte) (Command, error) {
+	return parseHas(args, backends.TypeHash, args[2:3])
+}
+
+func (op *Has) Name() string {
+	switch {
+	case op.Type == backends.TypeHash:
+		return "hexists"
+	case op.multi:
+		return "smismember"
+	}
+	return "sismember"
+}
+func (*Has) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *Has) Run(v backends.View) error {
+	op.Found = op.Found[:0]
+	val, err := v.Get(0, op.Type)
+	if err != nil {
+		return err
+	}
+	for _, m := range op.Members {
+		_, ok := Lookup(val, stringOf(m))
+		op.Found = append(op.Found, ok)
+	}
+	return nil
+}
+
+func (op *Has) Reply(w Writer) {
+	if !op.multi {
+		w.Int(b2i(len(op.Found) > 0 && op.Found[0]))
+		return
+	}
+	w.Array(len(op.Found))
+	for _, f := range op.Found {
+		w.Int(b2i(f))
+	}
+}
+
 var (
 	_ Command = (*Len)(nil)
 	_ Command = (*Rem)(nil)
+	_ Command = (*Has)(nil)
 )

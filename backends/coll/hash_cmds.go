@@ -172,35 +172,6 @@ func (op *HMGet) Run(v backends.View) error {
 
 func (op *HMGet) Reply(w Writer) { bulksOrNull(w, op.Values) }
 
-// HExists is HEXISTS key field.
-type HExists struct {
-	backends.Passed
-	Field []byte
-	Found bool // result
-}
-
-// ParseHExists reads HEXISTS.
-func ParseHExists(args [][]byte) (Command, error) {
-	op := &HExists{Field: args[2]}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*HExists) Name() string            { return "hexists" }
-func (*HExists) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *HExists) Run(v backends.View) error {
-	op.Found = false
-	h, err := hashOf(v, 0)
-	if h == nil || err != nil {
-		return err
-	}
-	_, op.Found = h.Get(stringOf(op.Field))
-	return nil
-}
-
-func (op *HExists) Reply(w Writer) { w.Int(b2i(op.Found)) }
-
 // HStrLen is HSTRLEN key field.
 type HStrLen struct {
 	backends.Passed

@@ -88,53 +88,6 @@ func (op *SMembers) Run(v backends.View) error {
 
 func (op *SMembers) Reply(w Writer) { writeMembers(w, op.out) }
 
-// SIsMember is SISMEMBER key member, and SMISMEMBER key member [member
-// ...], which answers an array.
-type SIsMember struct {
-	backends.Passed
-	Members [][]byte
-	multi   bool
-	Found   []bool // result: whether each member is in the set
-}
-
-// ParseSIsMember reads SISMEMBER and SMISMEMBER.
-func ParseSIsMember(args [][]byte) (Command, error) {
-	op := &SIsMember{Members: args[2:], multi: is(args[0], "smismember")}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (op *SIsMember) Name() string {
-	if op.multi {
-		return "smismember"
-	}
-	return "sismember"
-}
-func (*SIsMember) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *SIsMember) Run(v backends.View) error {
-	op.Found = op.Found[:0]
-	s, err := setOf(v, 0)
-	if err != nil {
-		return err
-	}
-	for _, m := range op.Members {
-		op.Found = append(op.Found, s != nil && s.Has(stringOf(m)))
-	}
-	return nil
-}
-
-func (op *SIsMember) Reply(w Writer) {
-	if !op.multi {
-		w.Int(b2i(len(op.Found) > 0 && op.Found[0]))
-		return
-	}
-	w.Array(len(op.Found))
-	for _, f := range op.Found {
-		w.Int(b2i(f))
-	}
-}
-
 // SMove is SMOVE source destination member: keys[0] is the source,
 // keys[1] the destination.
 type SMove struct {

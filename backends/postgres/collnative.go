@@ -78,8 +78,6 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		err = s.hashGet(ctx, keys[0], op)
 	case *coll.HMGet:
 		err = s.hashMGet(ctx, keys[0], op)
-	case *coll.HExists:
-		err = s.hashExists(ctx, keys[0], op)
 	case *coll.HStrLen:
 		err = s.hashStrLen(ctx, keys[0], op)
 	case *coll.Rem:
@@ -90,8 +88,12 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		err = s.hashIncrByFloat(ctx, keys[0], op)
 	case *coll.SAdd:
 		err = s.setAdd(ctx, keys[0], op)
-	case *coll.SIsMember:
-		err = s.setIsMember(ctx, keys[0], op)
+	case *coll.Has:
+		if op.Type == backends.TypeHash {
+			err = s.hashExists(ctx, keys[0], op)
+		} else {
+			err = s.setIsMember(ctx, keys[0], op)
+		}
 	case *coll.ZAdd:
 		err = s.zsetAdd(ctx, keys[0], op)
 	case *coll.ZScore:

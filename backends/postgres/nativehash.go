@@ -130,10 +130,10 @@ func (s *KV) hashMGet(ctx context.Context, key string, op *coll.HMGet) error {
 }
 
 // hashExists is HEXISTS.
-func (s *KV) hashExists(ctx context.Context, key string, op *coll.HExists) error {
+func (s *KV) hashExists(ctx context.Context, key string, op *coll.Has) error {
 	var n *int64
-	held, err := s.field(ctx, op, key, op.Field, s.coll.hash.getLen, &n)
-	op.Found = held && n != nil
+	held, err := s.field(ctx, op, key, op.Members[0], s.coll.hash.getLen, &n)
+	op.Found = append(op.Found[:0], held && n != nil)
 	return err
 }
 

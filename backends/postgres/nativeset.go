@@ -31,7 +31,7 @@ func (s *KV) setAdd(ctx context.Context, key string, op *coll.SAdd) error {
 }
 
 // setIsMember is SISMEMBER and SMISMEMBER.
-func (s *KV) setIsMember(ctx context.Context, key string, op *coll.SIsMember) error {
+func (s *KV) setIsMember(ctx context.Context, key string, op *coll.Has) error {
 	k, err := s.keyParam(ctx, op, key)
 	if err != nil {
 		return err
