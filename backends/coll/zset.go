@@ -212,32 +212,29 @@ func (z *ZSet) drop(x *znode) {
 // how many it removed.
 func (z *ZSet) removeRange(below, within func(*znode) bool) int {
 	var update [maxLevel]*znode
-	x := z.sl.firstWhere(below, &update)
-	n := 0
-	for x != nil && within(x) {
-		next := x.next()
-		z.sl.unlink(x, &update)
-		z.drop(x)
-		n++
-		x = next
-	}
-	return n
+	return z.removeRun(z.sl.firstWhere(below, &update), &update, z.Len(), within)
 }
 
 // removeRanks removes the nodes of 1-based ranks start to end, inclusive,
 // 1 <= start <= end <= Len().
 func (z *ZSet) removeRanks(start, end int) int {
 	var update [maxLevel]*znode
-	x := z.sl.atRank(start, &update)
-	n := 0
-	for r := start; x != nil && r <= end; r++ {
+	return z.removeRun(z.sl.atRank(start, &update), &update, end-start+1, nil)
+}
+
+// removeRun removes at most n nodes from x on, while within (nil: any) is
+// true of them; update holds the last node before x at each level. It
+// returns how many it removed.
+func (z *ZSet) removeRun(x *znode, update *[maxLevel]*znode, n int, within func(*znode) bool) int {
+	removed := 0
+	for x != nil && removed < n && (within == nil || within(x)) {
 		next := x.next()
-		z.sl.unlink(x, &update)
+		z.sl.unlink(x, update)
 		z.drop(x)
-		n++
+		removed++
 		x = next
 	}
-	return n
+	return removed
 }
 
 // newZSetSorted builds a set of the entries, which are in order (by score
