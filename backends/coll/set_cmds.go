@@ -100,7 +100,7 @@ type SMove struct {
 // ParseSMove reads SMOVE.
 func ParseSMove(args [][]byte) (Command, error) {
 	op := &SMove{member: args[3], same: bytes.Equal(args[1], args[2])}
-	op.Args, op.KeyAt = args, []int{1, 2}
+	op.Args, op.KeyAt = args, at12
 	return op, nil
 }
 
