@@ -8,13 +8,7 @@ import "github.com/pgcache/pgcache/backends"
 // that did the command sets the results, and Reply answers from them.
 
 // hashOf returns keys[i]'s hash, nil when the key does not exist.
-func hashOf(v backends.View, i int) (*Hash, error) {
-	val, err := v.Get(i, backends.TypeHash)
-	if val == nil || err != nil {
-		return nil, err
-	}
-	return val.(*Hash), nil
-}
+func hashOf(v backends.View, i int) (*Hash, error) { return collOf[*Hash](v, i, backends.TypeHash) }
 
 // HSet is HSET key field value [field value ...], and HMSET, which answers OK.
 type HSet struct {

@@ -10,13 +10,7 @@ import "github.com/pgcache/pgcache/backends"
 // The others keep theirs unexported: a store runs them with Run.
 
 // listOf returns keys[i]'s list, nil when the key does not exist.
-func listOf(v backends.View, i int) (*List, error) {
-	val, err := v.Get(i, backends.TypeList)
-	if val == nil || err != nil {
-		return nil, err
-	}
-	return val.(*List), nil
-}
+func listOf(v backends.View, i int) (*List, error) { return collOf[*List](v, i, backends.TypeList) }
 
 // Push is LPUSH, RPUSH, LPUSHX and RPUSHX key element [element ...].
 type Push struct {

@@ -14,13 +14,7 @@ import (
 // the random ones (SPOP, SRANDMEMBER) in set_rand.go.
 
 // setOf returns keys[i]'s set, nil when the key does not exist.
-func setOf(v backends.View, i int) (*Set, error) {
-	val, err := v.Get(i, backends.TypeSet)
-	if val == nil || err != nil {
-		return nil, err
-	}
-	return val.(*Set), nil
-}
+func setOf(v backends.View, i int) (*Set, error) { return collOf[*Set](v, i, backends.TypeSet) }
 
 // SAdd is SADD key member [member ...].
 type SAdd struct {
