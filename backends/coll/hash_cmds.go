@@ -6,6 +6,8 @@ import "github.com/pgcache/pgcache/backends"
 // the hash, Reply answers as Redis 7.0 does. The arguments and results of
 // those a store may do itself (PostgreSQL) are exported fields: a store
 // that did the command sets the results, and Reply answers from them.
+// HLEN, HDEL and HEXISTS, which other types have too, are in colls.go,
+// HSCAN in scan.go.
 
 // hashOf returns keys[i]'s hash, nil when the key does not exist.
 func hashOf(v backends.View, i int) (*Hash, error) { return collOf[*Hash](v, i, backends.TypeHash) }

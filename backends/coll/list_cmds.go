@@ -4,10 +4,11 @@ import "github.com/pgcache/pgcache/backends"
 
 // List commands. Each is an Op: Parse… reads the request, Run does it on
 // the list, Reply answers as Redis 7.0 does. The fields a store needs to
-// run the common ones itself (PostgreSQL: the pushes and pops, LLEN,
-// LRANGE, LINDEX, LSET, LTRIM) are exported, results included: a store
-// that runs the command natively fills the results, and Reply writes them.
-// The others keep theirs unexported: a store runs them with Run.
+// run the common ones itself (PostgreSQL: the pushes and pops, LRANGE,
+// LINDEX, LSET, LTRIM) are exported, results included: a store that runs
+// the command natively fills the results, and Reply writes them. The
+// others keep theirs unexported: a store runs them with Run. LLEN is in
+// colls.go, with the other types' counts.
 
 // listOf returns keys[i]'s list, nil when the key does not exist.
 func listOf(v backends.View, i int) (*List, error) { return collOf[*List](v, i, backends.TypeList) }

@@ -8,10 +8,11 @@ import (
 
 // Set commands on one set, and SMOVE. Each is an Op: Parse… reads the
 // request, Run does it on the set, Reply answers as Redis 7.0 does (the
-// arguments and results a store needs to do SADD, SREM, SISMEMBER,
-// SMISMEMBER and SCARD itself are exported fields). The
-// commands of several sets (SINTER, SUNIONSTORE…) are in set_algebra.go,
-// the random ones (SPOP, SRANDMEMBER) in set_rand.go.
+// arguments and results a store needs to do SADD itself are exported
+// fields). The commands of several sets (SINTER, SUNIONSTORE…) are in
+// set_algebra.go, the random ones (SPOP, SRANDMEMBER) in set_rand.go;
+// SCARD, SREM, SISMEMBER and SMISMEMBER, which other types have too, in
+// colls.go, SSCAN in scan.go.
 
 // setOf returns keys[i]'s set, nil when the key does not exist.
 func setOf(v backends.View, i int) (*Set, error) { return collOf[*Set](v, i, backends.TypeSet) }

@@ -11,12 +11,13 @@ import (
 // ZSet, Reply answers as Redis does. This file has the commands on single
 // members and counts; zset_range.go the ranges, zset_pop.go the pops
 // (blocking ones too), zset_setops.go ZUNION and the others of several
-// keys, zset_scan.go ZSCAN and ZRANDMEMBER.
+// keys, zset_rand.go ZRANDMEMBER, and colls.go and scan.go ZCARD, ZREM and
+// ZSCAN, which other types have too.
 //
 // Fields a store may read to do a command itself (PostgreSQL) are
 // exported, and so are the results of the commands it is likely to do
-// (ZADD, ZREM, ZSCORE, ZCARD, ZCOUNT, the ranges): a store that did the
-// command sets them and Reply answers from them.
+// (ZADD, ZSCORE, ZCOUNT, the ranges): a store that did the command sets
+// them and Reply answers from them.
 
 // zsetOf returns keys[i]'s sorted set, nil when the key does not exist.
 func zsetOf(v backends.View, i int) (*ZSet, error) { return collOf[*ZSet](v, i, backends.TypeZSet) }
