@@ -5,17 +5,6 @@ import "github.com/pgcache/pgcache/backends"
 // The commands that are one command over any kind of collection, each an
 // Op that names the kind it serves: the parser of each form fixes it.
 
-// collOf returns keys[i]'s collection of type t, a T: what hashOf,
-// setOf, zsetOf and listOf return; nil when the key does not exist.
-func collOf[T *Hash | *Set | *ZSet | *List](v backends.View, i int, t backends.Type) (T, error) {
-	var none T
-	val, err := v.Get(i, t)
-	if val == nil || err != nil {
-		return none, err
-	}
-	return val.(T), nil
-}
-
 // collNames are the names of one command over each kind of collection, by
 // backends.Type.
 type collNames [backends.TypeHash + 1]string

@@ -10,7 +10,13 @@ import "github.com/pgcache/pgcache/backends"
 // HSCAN in scan.go.
 
 // hashOf returns keys[i]'s hash, nil when the key does not exist.
-func hashOf(v backends.View, i int) (*Hash, error) { return collOf[*Hash](v, i, backends.TypeHash) }
+func hashOf(v backends.View, i int) (*Hash, error) {
+	val, err := v.Get(i, backends.TypeHash)
+	if val == nil || err != nil {
+		return nil, err
+	}
+	return val.(*Hash), nil
+}
 
 // HSet is HSET key field value [field value ...], and HMSET, which answers OK.
 type HSet struct {

@@ -11,7 +11,13 @@ import "github.com/pgcache/pgcache/backends"
 // colls.go, with the other types' counts.
 
 // listOf returns keys[i]'s list, nil when the key does not exist.
-func listOf(v backends.View, i int) (*List, error) { return collOf[*List](v, i, backends.TypeList) }
+func listOf(v backends.View, i int) (*List, error) {
+	val, err := v.Get(i, backends.TypeList)
+	if val == nil || err != nil {
+		return nil, err
+	}
+	return val.(*List), nil
+}
 
 // Push is LPUSH, RPUSH, LPUSHX and RPUSHX key element [element ...].
 type Push struct {

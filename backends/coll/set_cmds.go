@@ -15,7 +15,13 @@ import (
 // colls.go, SSCAN in scan.go.
 
 // setOf returns keys[i]'s set, nil when the key does not exist.
-func setOf(v backends.View, i int) (*Set, error) { return collOf[*Set](v, i, backends.TypeSet) }
+func setOf(v backends.View, i int) (*Set, error) {
+	val, err := v.Get(i, backends.TypeSet)
+	if val == nil || err != nil {
+		return nil, err
+	}
+	return val.(*Set), nil
+}
 
 // SAdd is SADD key member [member ...].
 type SAdd struct {

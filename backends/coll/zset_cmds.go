@@ -20,7 +20,13 @@ import (
 // them and Reply answers from them.
 
 // zsetOf returns keys[i]'s sorted set, nil when the key does not exist.
-func zsetOf(v backends.View, i int) (*ZSet, error) { return collOf[*ZSet](v, i, backends.TypeZSet) }
+func zsetOf(v backends.View, i int) (*ZSet, error) {
+	val, err := v.Get(i, backends.TypeZSet)
+	if val == nil || err != nil {
+		return nil, err
+	}
+	return val.(*ZSet), nil
+}
 
 // ZAdd is ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member
 // ...], and ZINCRBY key increment member, which is ZADD key INCR.
