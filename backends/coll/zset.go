@@ -342,4 +342,46 @@ func (r LexRange) BelowMax(m string) bool {
 // Contains reports whether m is in the range.
 func (r LexRange) Contains(m string) bool { return r.AboveMin(m) && r.BelowMax(m) }
 
+// A range of scores or of members is, to the skip list, a stretch of its
+// order: the nodes before it, then those within it (up to the first after
+// it), then the rest; before and within are each true of a prefix of the
+// list.
+
+func (r ScoreRange) before(x *znode) bool { return !r.AboveMin(x.score) }
+func (r ScoreRange) within(x *znode) bool { return r.BelowMax(x.score) }
+func (r LexRange) before(x *znode) bool   { return !r.AboveMin(x.member) }
+func (r LexRange) within(x *znode) bool   { return r.BelowMax(x.member) }
+
+// nodes returns the first and last nodes of z in r, nil and nil when none
+// is.
+func (r *ScoreRange) nodes(z *ZSet) (first, last *znode) {
+	if first = z.first(r.Empty(), r.before, r.within); first != nil {
+		// A literal, not the method value: lastWhere, inlined here, then
+		// calls it directly.
+		last = z.sl.lastWhere(func(x *znode) bool { return r.within(x) })
+	}
+	return first, last
+}
+
+// nodes returns the first and last nodes of z in r, nil and nil when none
+// is.
+func (r *LexRange) nodes(z *ZSet) (first, last *znode) {
+	if first = z.first(r.Empty(), r.before, r.within); first != nil {
+		last = z.sl.lastWhere(func(x *znode) bool { return r.within(x) })
+	}
+	return first, last
+}
+
+// first returns the first node of a stretch of the order, nil when it
+// holds none (empty: the range can hold none).
+func (z *ZSet) first(empty bool, before, within func(*znode) bool) *znode {
+	if empty || z.sl.tail == nil || before(z.sl.tail) || !within(z.sl.first()) {
+		return nil
+	}
+	if x := z.sl.firstWhere(before, nil); x != nil && within(x) {
+		return x
+	}
+	return nil
+}
+
 var _ backends.Value = (*ZSet)(nil)

@@ -43,43 +43,22 @@ func parseBounds(by RangeBy, lo, hi []byte) (Bounds, error) {
 	return b, err
 }
 
-// Bounds of scores or members are, to the skip list, a stretch of its
-// order: the nodes before them, then those within them (up to the first
-// after them), then the rest. before and within are each true of a
-// prefix of the list.
-
-func (b *Bounds) before(x *znode) bool {
-	if b.By == ByLex {
-		return !b.Lex.AboveMin(x.member)
-	}
-	return !b.Score.AboveMin(x.score)
-}
-
-func (b *Bounds) within(x *znode) bool {
-	if b.By == ByLex {
-		return b.Lex.BelowMax(x.member)
-	}
-	return b.Score.BelowMax(x.score)
-}
-
-func (b *Bounds) empty() bool {
-	if b.By == ByLex {
-		return b.Lex.Empty()
-	}
-	return b.Score.Empty()
-}
-
 // nodes returns the first and last nodes of z within bounds of scores or
 // members, nil and nil when none is.
 func (b *Bounds) nodes(z *ZSet) (first, last *znode) {
-	if b.empty() || z.sl.tail == nil || b.before(z.sl.tail) || !b.within(z.sl.first()) {
-		return nil, nil
+	if b.By == ByLex {
+		return b.Lex.nodes(z)
 	}
-	first = z.sl.firstWhere(b.before, nil)
-	if first == nil || !b.within(first) {
-		return nil, nil
+	return b.Score.nodes(z)
+}
+
+// remove removes z's nodes within bounds of scores or members, and
+// returns how many it removed.
+func (b *Bounds) remove(z *ZSet) int {
+	if b.By == ByLex {
+		return z.removeRange(b.Lex.before, b.Lex.within)
 	}
-	return first, z.sl.lastWhere(b.within)
+	return z.removeRange(b.Score.before, b.Score.within)
 }
 
 // ZRange is ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset
@@ -347,7 +326,7 @@ func (op *ZRemRange) Run(v backends.View) error {
 	}
 	var n int
 	if op.By != ByRank {
-		n = z.removeRange(op.before, op.within)
+		n = op.remove(z)
 	} else if from, to, ok := op.span(z.Len()); ok {
 		n = z.removeRanks(from+1, to+1) // 1-based
 	}

@@ -206,17 +206,13 @@ func scoreBounds(r coll.ScoreRange) (min, max float64) {
 	return min, max
 }
 
-// zsetCount is ZCOUNT: the range's index entries counted; ZLEXCOUNT is
-// left to the generic path.
+// zsetCount is ZCOUNT: the range's index entries counted.
 func (s *KV) zsetCount(ctx context.Context, key string, op *coll.ZCount) error {
-	if op.By != coll.ByScore {
-		return errNotNative
-	}
 	k, err := s.keyParam(ctx, op, key)
 	if err != nil {
 		return err
 	}
-	min, max := scoreBounds(op.Score)
+	min, max := scoreBounds(op.Range)
 	return s.counted(ctx, op, kindZSet, s.coll.zset.countScore, []any{k, min, max}, &op.Count)
 }
 
