@@ -109,10 +109,10 @@ func (op *Rem) Reply(w Writer) { w.Int(op.Removed) }
 type Has struct {
 	backends.Passed
 	Type    backends.Type // TypeSet or TypeHash
-	Members [][]byte
 	multi   bool
-	Found   []bool  // result: whether each member is there
 	one     [1]bool // Found's room for one member, without an allocation
+	Members [][]byte
+	Found   []bool // result: whether each member is there
 }
 
 func parseHas(args [][]byte, t backends.Type, members [][]byte) (Command, error) {
