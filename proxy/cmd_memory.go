@@ -37,7 +37,7 @@ func cmdMemoryUsage(c *conn, args [][]byte) {
 		}
 	}
 	op, _ := coll.ParseMemoryUsage(args[:3])
-	sized := op.(*coll.Sized)
+	sized := op.(*coll.Inspect)
 	if !c.doOne(args[:3], op) {
 		return
 	}

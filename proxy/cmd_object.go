@@ -14,7 +14,7 @@ import (
 // OBJECT ENCODING key
 func cmdObjectEncoding(c *conn, args [][]byte) {
 	op, _ := coll.ParseObjectEncoding(args)
-	enc := op.(*coll.Encoded)
+	enc := op.(*coll.Inspect)
 	if !c.doOne(args, op) {
 		return
 	}

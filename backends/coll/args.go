@@ -54,3 +54,38 @@ func keysAt(first, n int) []int {
 	}
 	return at
 }
+
+// IndexRange is a range of positions as LRANGE, LTRIM, ZRANGE and
+// ZREMRANGEBYRANK read it: Start and Stop, 0-based and inclusive, a
+// negative one counted from the end.
+type IndexRange struct {
+	Start, Stop int64
+}
+
+// parseIndexRange reads start and stop, integers.
+func parseIndexRange(start, stop []byte) (IndexRange, error) {
+	var r IndexRange
+	var err error
+	if r.Start, err = longArg(start); err == nil {
+		r.Stop, err = longArg(stop)
+	}
+	return r, err
+}
+
+// span is the range over n members as indexes 0 <= from <= to < n, or ok
+// false when it is empty.
+func (r IndexRange) span(n int) (from, to int, ok bool) {
+	ln := int64(n)
+	start, stop := r.Start, r.Stop
+	if start < 0 {
+		start += ln
+	}
+	if stop < 0 {
+		stop += ln
+	}
+	start = max(start, 0)
+	if start > stop || start >= ln {
+		return 0, 0, false
+	}
+	return int(start), int(min(stop, ln-1)), true
+}

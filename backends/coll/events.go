@@ -20,6 +20,9 @@ const (
 	ClassGeneric = 'g'
 )
 
+// classOf is the class of the events of a type of collection.
+var classOf = [...]byte{backends.TypeList: ClassList, backends.TypeSet: ClassSet, backends.TypeZSet: ClassZSet, backends.TypeHash: ClassHash}
+
 // Event is one keyspace event: its class, its name, and which of the
 // command's keys (an index of its KeyAt) it is about, or the key itself
 // (KeyName: the one a pop from several keys took from).
@@ -63,9 +66,9 @@ func commandEvents(op backends.Op, yield func(Event)) {
 		if op.Added {
 			ev(ClassHash, "hset", 0)
 		}
-	case *HDel:
-		if op.Deleted > 0 {
-			ev(ClassHash, "hdel", 0)
+	case *Rem:
+		if op.Removed > 0 {
+			ev(classOf[op.Type], op.Name(), 0)
 		}
 	case *HIncrBy:
 		ev(ClassHash, "hincrby", 0)
@@ -74,10 +77,6 @@ func commandEvents(op backends.Op, yield func(Event)) {
 	case *SAdd:
 		if op.Added > 0 {
 			ev(ClassSet, "sadd", 0)
-		}
-	case *SRem:
-		if op.Removed > 0 {
-			ev(ClassSet, "srem", 0)
 		}
 	case *SMove:
 		if op.moved && !op.same { // the source's del before the add, as Redis sends them
@@ -91,13 +90,9 @@ func commandEvents(op backends.Op, yield func(Event)) {
 		if len(op.out) > 0 {
 			ev(ClassSet, "spop", 0)
 		}
-	case *SInter:
+	case *SetOp:
 		if op.store && op.n > 0 {
-			ev(ClassSet, "sinterstore", 0)
-		}
-	case *SUnion:
-		if op.store && op.n > 0 {
-			ev(ClassSet, op.Name(), 0)
+			ev(ClassSet, op.name, 0)
 		}
 	case *Sort:
 		if op.n > 0 {
@@ -109,10 +104,6 @@ func commandEvents(op backends.Op, yield func(Event)) {
 			ev(ClassZSet, "zincr", 0)
 		case !op.Incr && op.Added+op.Updated > 0:
 			ev(ClassZSet, "zadd", 0)
-		}
-	case *ZRem:
-		if op.Removed > 0 {
-			ev(ClassZSet, "zrem", 0)
 		}
 	case *ZRemRange:
 		if op.Removed > 0 {
@@ -158,9 +149,7 @@ func commandEvents(op backends.Op, yield func(Event)) {
 	case *BLMove:
 		commandEvents(&op.LMove, yield)
 	case *BPop:
-		if op.Found {
-			from(ClassList, popName(op.End), op.Key)
-		}
+		commandEvents(&op.LMPop, yield)
 	case *LMPop:
 		if op.Found {
 			from(ClassList, popName(op.End), op.Key)
@@ -174,9 +163,7 @@ func commandEvents(op backends.Op, yield func(Event)) {
 	case *BZMPop:
 		commandEvents(&op.ZMPop, yield)
 	case *BZPop:
-		if op.key != nil {
-			from(ClassZSet, zpopName(op.max), op.key)
-		}
+		commandEvents(&op.ZMPop, yield)
 	}
 }
 

@@ -6,6 +6,8 @@ import "github.com/pgcache/pgcache/backends"
 // the hash, Reply answers as Redis 7.0 does. The arguments and results of
 // those a store may do itself (PostgreSQL) are exported fields: a store
 // that did the command sets the results, and Reply answers from them.
+// HLEN, HDEL and HEXISTS, which other types have too, are in colls.go,
+// HSCAN in scan.go.
 
 // hashOf returns keys[i]'s hash, nil when the key does not exist.
 func hashOf(v backends.View, i int) (*Hash, error) {
@@ -27,7 +29,7 @@ type HSet struct {
 // ParseHSet reads HSET (and HMSET).
 func ParseHSet(args [][]byte) (Command, error) {
 	if len(args)%2 != 0 {
-		return nil, backends.Refusal("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+		return nil, arityError(args[0])
 	}
 	op := &HSet{Pairs: args[2:], hmset: is(args[0], "hmset")}
 	op.Args, op.KeyAt = args, at1
@@ -96,13 +98,7 @@ func (op *HGet) Run(v backends.View) error {
 	return nil
 }
 
-func (op *HGet) Reply(w Writer) {
-	if !op.Found {
-		w.Null()
-		return
-	}
-	w.Bulk(op.Value)
-}
+func (op *HGet) Reply(w Writer) { bulkOrNull(w, op.Value, op.Found) }
 
 // HSetNX is HSETNX key field value.
 type HSetNX struct {
@@ -176,108 +172,7 @@ func (op *HMGet) Run(v backends.View) error {
 	return nil
 }
 
-func (op *HMGet) Reply(w Writer) {
-	w.Array(len(op.Values))
-	for _, val := range op.Values {
-		if val == nil {
-			w.Null()
-			continue
-		}
-		w.Bulk(val)
-	}
-}
-
-// HDel is HDEL key field [field ...].
-type HDel struct {
-	backends.Passed
-	Fields  [][]byte
-	Deleted int64 // result
-}
-
-// ParseHDel reads HDEL.
-func ParseHDel(args [][]byte) (Command, error) {
-	op := &HDel{Fields: args[2:]}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*HDel) Name() string            { return "hdel" }
-func (*HDel) Writes() backends.Writes { return backends.WritesAll }
-
-// Run needs the View's Limits: a small hash keeps its order (Hash.Del).
-func (op *HDel) Run(v backends.View) error {
-	op.Deleted = 0
-	h, err := hashOf(v, 0)
-	if h == nil || err != nil {
-		return err
-	}
-	l := LimitsOf(v)
-	for _, f := range op.Fields {
-		if h.Del(stringOf(f), l) {
-			op.Deleted++
-		}
-	}
-	return nil
-}
-
-func (op *HDel) Reply(w Writer) { w.Int(op.Deleted) }
-
-// HExists is HEXISTS key field.
-type HExists struct {
-	backends.Passed
-	Field []byte
-	Found bool // result
-}
-
-// ParseHExists reads HEXISTS.
-func ParseHExists(args [][]byte) (Command, error) {
-	op := &HExists{Field: args[2]}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*HExists) Name() string            { return "hexists" }
-func (*HExists) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *HExists) Run(v backends.View) error {
-	op.Found = false
-	h, err := hashOf(v, 0)
-	if h == nil || err != nil {
-		return err
-	}
-	_, op.Found = h.Get(stringOf(op.Field))
-	return nil
-}
-
-func (op *HExists) Reply(w Writer) { w.Int(b2i(op.Found)) }
-
-// HLen is HLEN key.
-type HLen struct {
-	backends.Passed
-	Len int64 // result
-}
-
-// ParseHLen reads HLEN.
-func ParseHLen(args [][]byte) (Command, error) {
-	op := &HLen{}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*HLen) Name() string            { return "hlen" }
-func (*HLen) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *HLen) Run(v backends.View) error {
-	op.Len = 0
-	h, err := hashOf(v, 0)
-	if h == nil || err != nil {
-		return err
-	}
-	op.Len = int64(h.Len())
-	return nil
-}
-
-func (op *HLen) Reply(w Writer) { w.Int(op.Len) }
+func (op *HMGet) Reply(w Writer) { bulksOrNull(w, op.Values) }
 
 // HStrLen is HSTRLEN key field.
 type HStrLen struct {

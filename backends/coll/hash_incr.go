@@ -10,12 +10,6 @@ import (
 // counts as 0; the new value is stored as its decimal text, as Redis stores
 // it.
 
-var (
-	errHashNotFloat = backends.Refusal("ERR hash value is not a float")
-	errIncrNaN      = backends.Refusal("ERR value is NaN or Infinity")
-	errResultNaN    = backends.Refusal("ERR increment would produce NaN or Infinity")
-)
-
 // HIncrBy is HINCRBY key field increment.
 type HIncrBy struct {
 	backends.Passed

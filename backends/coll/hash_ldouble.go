@@ -95,26 +95,17 @@ func parseLD(b []byte) (ld, bool) {
 // parseDecLD reads digits [. digits] [e [sign] digits], one digit at least
 // before the exponent.
 func parseDecLD(s string) (ld, ldRange, bool) {
-	mant, frac, rest, ok := scanDigits(s, 10)
+	digits, frac, exp, ok := scanLD(s, 10, 'e')
 	if !ok {
 		return ld{}, ldOK, false
 	}
-	exp := 0
-	if rest != "" {
-		if rest[0] != 'e' && rest[0] != 'E' {
-			return ld{}, ldOK, false
-		}
-		if exp, ok = ldExponent(rest[1:]); !ok {
-			return ld{}, ldOK, false
-		}
-	}
-	n, trimmed := digitsInt(mant+frac, 10)
+	n, trimmed := digitsInt(digits, 10)
 	if n.Sign() == 0 {
 		return ld{}, ldOK, true
 	}
-	// mant+frac without its leading zeros has `trimmed` digits and stands
-	// for n × 10^(exp - len(frac)).
-	x := exp - len(frac)
+	// digits without their leading zeros are `trimmed` digits and stand
+	// for n × 10^(exp - frac).
+	x := exp - frac
 	switch {
 	case trimmed+x-1 > ldMaxDecTop:
 		return ld{}, ldOverflow, true
@@ -134,24 +125,15 @@ func parseDecLD(s string) (ld, ldRange, bool) {
 // parseHexLD reads what follows "0x": hex digits [. hex digits] [p [sign]
 // digits], one hex digit at least.
 func parseHexLD(s string) (ld, ldRange, bool) {
-	mant, frac, rest, ok := scanDigits(s, 16)
+	digits, frac, exp, ok := scanLD(s, 16, 'p')
 	if !ok {
 		return ld{}, ldOK, false
 	}
-	exp := 0
-	if rest != "" {
-		if rest[0] != 'p' && rest[0] != 'P' {
-			return ld{}, ldOK, false
-		}
-		if exp, ok = ldExponent(rest[1:]); !ok {
-			return ld{}, ldOK, false
-		}
-	}
-	n, _ := digitsInt(mant+frac, 16)
+	n, _ := digitsInt(digits, 16)
 	if n.Sign() == 0 {
 		return ld{}, ldOK, true
 	}
-	e := exp - 4*len(frac)
+	e := exp - 4*frac
 	top := n.BitLen() - 1 + e
 	switch {
 	case top > ldMaxTop+1:
@@ -161,6 +143,27 @@ func parseHexLD(s string) (ld, ldRange, bool) {
 	}
 	v, r := roundLD(n, big.NewInt(1), e)
 	return v, r, true
+}
+
+// scanLD reads the whole of s as digits of base [. digits] [x [sign]
+// digits], x the exponent's letter (e, or p after hexadecimal digits) in
+// either case, one digit at least before the exponent. It returns the
+// digits without the point, how many of them followed it, and the
+// exponent.
+func scanLD(s string, base int, x byte) (digits string, frac, exp int, ok bool) {
+	mant, fr, rest, ok := scanDigits(s, base)
+	if !ok {
+		return "", 0, 0, false
+	}
+	if rest != "" {
+		if rest[0]|0x20 != x {
+			return "", 0, 0, false
+		}
+		if exp, ok = ldExponent(rest[1:]); !ok {
+			return "", 0, 0, false
+		}
+	}
+	return mant + fr, len(fr), exp, true
 }
 
 // scanDigits splits s into the digits before and after a point, and what

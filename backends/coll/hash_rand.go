@@ -8,10 +8,6 @@ import (
 
 // HRANDFIELD, and the random picks it shares with SRANDMEMBER and SPOP.
 
-// errCountRange is Redis's getRangeLongFromObjectOrReply for the counts of
-// HRANDFIELD and SRANDMEMBER, which may be -LONG_MAX to LONG_MAX.
-const errCountRange = backends.Refusal("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-
 // parseRandCount reads the count of HRANDFIELD and SRANDMEMBER.
 func parseRandCount(b []byte) (int64, error) {
 	n, ok := backends.ParseInt(b)

@@ -23,7 +23,7 @@ type exists struct {
 
 func parseExists(args [][]byte) (Command, error) {
 	op := &exists{}
-	op.Args, op.KeyAt = args, keysFrom(args, 1)
+	op.Args, op.KeyAt = args, keysAt(1, len(args)-1)
 	return op, nil
 }
 

@@ -148,7 +148,7 @@ func BenchmarkSInter(b *testing.B) {
 	req := words("SINTER", "a", "b")
 	b.ReportAllocs()
 	for range b.N {
-		op, _ := ParseSInter(req)
+		op, _ := ParseSetOp(req)
 		op.Run(s)
 		op.Reply(discard{})
 	}

@@ -39,28 +39,48 @@ func (op *TypeOf) Of() backends.Type {
 	return op.Type
 }
 
-// Encoded is OBJECT ENCODING key of a collection: what Redis 7.0 reports
-// for it (listpack, hashtable, intset, skiplist, quicklist). Of a string
-// it says only that it is one: the RESP front reads the value to tell int,
-// embstr and raw apart.
-type Encoded struct {
+// Inspect is OBJECT ENCODING key and MEMORY USAGE key of a collection:
+// what Redis 7.0 reports of how it holds it (listpack, hashtable, intset,
+// skiplist, quicklist), and the bytes its store counts for its value
+// (Weight). Of a string it says only that it is one: the RESP front reads
+// the value (int, embstr or raw; its length).
+type Inspect struct {
 	backends.Passed
+	memory   bool          // MEMORY USAGE: Reply answers Bytes, not Encoding
 	Type     backends.Type // TypeNone: no such key
 	Encoding string        // a collection's
+	Bytes    int64         // a collection's
 }
+
+// at2 is the KeyAt of the commands whose key is their second argument
+// (after a subcommand).
+var at2 = []int{2}
 
 // ParseObjectEncoding reads OBJECT ENCODING key.
 func ParseObjectEncoding(args [][]byte) (Command, error) {
-	op := &Encoded{}
-	op.Args, op.KeyAt = args, []int{2}
+	op := &Inspect{}
+	op.Args, op.KeyAt = args, at2
 	return op, nil
 }
 
-func (*Encoded) Name() string            { return "object" }
-func (*Encoded) Writes() backends.Writes { return backends.ReadOnly }
+// ParseMemoryUsage reads MEMORY USAGE key [SAMPLES count]; the RESP front
+// checks the options first, as Redis does before it looks the key up.
+func ParseMemoryUsage(args [][]byte) (Command, error) {
+	op := &Inspect{memory: true}
+	op.Args, op.KeyAt = args, at2
+	return op, nil
+}
 
-func (op *Encoded) Run(v backends.View) error {
-	op.Type, op.Encoding = v.Type(0), ""
+func (op *Inspect) Name() string {
+	if op.memory {
+		return "memory"
+	}
+	return "object"
+}
+func (*Inspect) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *Inspect) Run(v backends.View) error {
+	op.Type, op.Encoding, op.Bytes = v.Type(0), "", 0
 	if op.Type == backends.TypeNone || op.Type == backends.TypeString {
 		return nil
 	}
@@ -69,17 +89,21 @@ func (op *Encoded) Run(v backends.View) error {
 		return err
 	}
 	op.Encoding = val.(interface{ Encoding(*Limits) string }).Encoding(LimitsOf(v))
+	op.Bytes = val.Weight()
 	return nil
 }
 
-// Reply answers a collection's encoding, or nil for no key; a string's is
-// the front's to answer.
-func (op *Encoded) Reply(w Writer) {
-	if op.Encoding == "" {
+// Reply answers a collection's encoding or size, or nil for no key; a
+// string's is the front's to answer.
+func (op *Inspect) Reply(w Writer) {
+	switch {
+	case op.memory && op.Type != backends.TypeNone:
+		w.Int(op.Bytes)
+	case !op.memory && op.Encoding != "":
+		w.Bulk([]byte(op.Encoding))
+	default:
 		w.Null()
-		return
 	}
-	w.Bulk([]byte(op.Encoding))
 }
 
 // StringEncoding is what OBJECT ENCODING reports of a string as Redis 7.0
@@ -95,47 +119,4 @@ func StringEncoding(v []byte) string {
 		return "embstr"
 	}
 	return "raw"
-}
-
-// Sized is MEMORY USAGE key of a collection: the bytes its store counts
-// for its value (Weight). Of a string it says only that it is one: the
-// RESP front reads the value.
-type Sized struct {
-	backends.Passed
-	Type  backends.Type // TypeNone: no such key
-	Bytes int64         // a collection's
-}
-
-// ParseMemoryUsage reads MEMORY USAGE key [SAMPLES count]; the RESP front
-// checks the options first, as Redis does before it looks the key up.
-func ParseMemoryUsage(args [][]byte) (Command, error) {
-	op := &Sized{}
-	op.Args, op.KeyAt = args, []int{2}
-	return op, nil
-}
-
-func (*Sized) Name() string            { return "memory" }
-func (*Sized) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *Sized) Run(v backends.View) error {
-	op.Type, op.Bytes = v.Type(0), 0
-	if op.Type == backends.TypeNone || op.Type == backends.TypeString {
-		return nil
-	}
-	val, err := v.Get(0, backends.TypeNone)
-	if err != nil || val == nil {
-		return err
-	}
-	op.Bytes = val.Weight()
-	return nil
-}
-
-// Reply answers a collection's size, or nil for no key; a string's is the
-// front's to answer.
-func (op *Sized) Reply(w Writer) {
-	if op.Type == backends.TypeNone {
-		w.Null()
-		return
-	}
-	w.Int(op.Bytes)
 }

@@ -1,7 +1,5 @@
 package coll
 
-import "github.com/pgcache/pgcache/backends"
-
 // End is a list's end: LEFT (the head, index 0) or RIGHT (the tail).
 type End uint8
 
@@ -27,10 +25,4 @@ func endArg(b []byte) (End, error) {
 		return Right, nil
 	}
 	return 0, errSyntax
-}
-
-// arityError is Redis's error for a wrong number of arguments, for the
-// commands whose arity depends on their options.
-func arityError(name []byte) error {
-	return backends.Refusal("ERR wrong number of arguments for '" + lower(name) + "' command")
 }

@@ -1,44 +1,72 @@
 package coll
 
-import (
-	"errors"
-	"time"
+// The blocking list commands (see blocking.go). BLMOVE and BRPOPLPUSH wait
+// for their source (keys[0]) only; a change of the destination wakes them
+// to no effect.
 
-	"github.com/pgcache/pgcache/backends"
-)
-
-// The blocking list commands, each a Blocker: Run is the non-blocking
-// attempt over the keys in order, Ready says whether it popped. When it
-// did not, Reply is what Redis answers where it may not block (MULTI, a
-// script), and TimedOut what it answers when the timeout passes: a nil
-// array for all of them, BLMOVE and BRPOPLPUSH included (Redis 7.0's
-// replyToBlockedClientTimedOut), though their non-blocking miss is a nil
-// bulk.
-//
-// BLMOVE and BRPOPLPUSH wait for their source (keys[0]) only; a change of
-// the destination wakes them to no effect.
-//
-// Redis serves a woken client only from a key that holds a list: a key
-// that came to hold a string while it waited is passed over, not an
-// error. The waiter says so by calling Wake before each Run after the
-// first (the Waker interface); a first Run (and a retry of it) still fails
-// with WRONGTYPE, as Redis does before it blocks.
-
-// Waker is a Blocker that runs differently once woken.
-type Waker interface {
-	Wake()
+// BLMove is BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout, and
+// BRPOPLPUSH source destination timeout: LMOVE that waits for its source.
+type BLMove struct {
+	LMove
 }
 
-// BPop is BLPOP and BRPOP key [key ...] timeout.
+// ParseBLMove reads BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
+func ParseBLMove(args [][]byte) (Command, error) {
+	op := &BLMove{}
+	if err := op.parse(args); err != nil {
+		return nil, err
+	}
+	var err error
+	if op.timeout, err = parseTimeout(args[5]); err != nil {
+		return nil, err
+	}
+	op.NullArray = true // the timeout's reply
+	return op, nil
+}
+
+// ParseBRPopLPush reads BRPOPLPUSH source destination timeout.
+func ParseBRPopLPush(args [][]byte) (Command, error) {
+	t, err := parseTimeout(args[3])
+	if err != nil {
+		return nil, err
+	}
+	op := &BLMove{LMove: LMove{From: Right, To: Left, rpoplpush: true}}
+	op.timeout = t
+	op.Args, op.KeyAt, op.NullArray = args, at12, true
+	return op, nil
+}
+
+func (op *BLMove) Name() string {
+	if op.rpoplpush {
+		return "brpoplpush"
+	}
+	return "blmove"
+}
+func (op *BLMove) Ready() bool { return op.Found }
+
+// BLMPop is BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]:
+// LMPOP that waits for one of its keys.
+type BLMPop struct {
+	LMPop
+}
+
+// ParseBLMPop reads BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT
+// count]; Redis checks the timeout last.
+func ParseBLMPop(args [][]byte) (Command, error) {
+	op := &BLMPop{}
+	if err := op.parse(args, true); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+func (*BLMPop) Name() string   { return "blmpop" }
+func (op *BLMPop) Ready() bool { return op.Found }
+
+// BPop is BLPOP and BRPOP key [key ...] timeout: BLMPOP of one element,
+// answered as the key and the element.
 type BPop struct {
-	backends.Passed
-	End     End
-	timeout time.Duration
-	Found   bool   // result: one of the keys held a list
-	Key     []byte // result: that key (a copy)
-	Elem    []byte // result: the element popped
-	// Woken: Wake was called; a key of another type is passed over.
-	Woken bool
+	BLMPop
 }
 
 func parseBPop(args [][]byte, end End) (Command, error) {
@@ -46,7 +74,8 @@ func parseBPop(args [][]byte, end End) (Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := &BPop{End: end, timeout: t}
+	op := &BPop{}
+	op.End, op.Count, op.Elems, op.timeout = end, 1, op.one[:0], t
 	op.Args, op.KeyAt, op.NullArray = args, keysAt(1, len(args)-2), true
 	return op, nil
 }
@@ -63,33 +92,6 @@ func (op *BPop) Name() string {
 	}
 	return "brpop"
 }
-func (*BPop) Writes() backends.Writes   { return backends.WritesAll }
-func (op *BPop) Ready() bool            { return op.Found }
-func (op *BPop) Timeout() time.Duration { return op.timeout }
-func (*BPop) TimedOut(w Writer)         { w.NullArray() }
-func (op *BPop) Wake()                  { op.Woken = true }
-
-// Run pops from the first key that holds a list; a key of another type
-// before it fails the command.
-func (op *BPop) Run(v backends.View) error {
-	op.Found, op.Key, op.Elem = false, nil, nil
-	for i := range op.KeyAt {
-		l, err := listOf(v, i)
-		if op.Woken && errors.Is(err, backends.ErrWrongType) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if l == nil {
-			continue
-		}
-		op.Found, op.Key = true, clone(op.Args[op.KeyAt[i]])
-		op.Elem = l.Pop(op.End)
-		return nil
-	}
-	return nil
-}
 
 func (op *BPop) Reply(w Writer) {
 	if !op.Found {
@@ -98,79 +100,8 @@ func (op *BPop) Reply(w Writer) {
 	}
 	w.Array(2)
 	w.Bulk(op.Key)
-	w.Bulk(op.Elem)
+	w.Bulk(op.Elems[0])
 }
-
-// BLMove is BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout, and
-// BRPOPLPUSH source destination timeout: LMOVE that waits for its source.
-type BLMove struct {
-	LMove
-	timeout time.Duration
-}
-
-// ParseBLMove reads BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
-func ParseBLMove(args [][]byte) (Command, error) {
-	m, err := parseLMove(args)
-	if err != nil {
-		return nil, err
-	}
-	t, err := parseTimeout(args[5])
-	if err != nil {
-		return nil, err
-	}
-	op := &BLMove{LMove: *m, timeout: t}
-	op.NullArray = true // the timeout's reply
-	return op, nil
-}
-
-// ParseBRPopLPush reads BRPOPLPUSH source destination timeout.
-func ParseBRPopLPush(args [][]byte) (Command, error) {
-	t, err := parseTimeout(args[3])
-	if err != nil {
-		return nil, err
-	}
-	op := &BLMove{LMove: LMove{From: Right, To: Left, rpoplpush: true}, timeout: t}
-	op.Args, op.KeyAt, op.NullArray = args, at12, true
-	return op, nil
-}
-
-func (op *BLMove) Name() string {
-	if op.rpoplpush {
-		return "brpoplpush"
-	}
-	return "blmove"
-}
-func (op *BLMove) Ready() bool            { return op.Found }
-func (op *BLMove) Timeout() time.Duration { return op.timeout }
-func (*BLMove) TimedOut(w Writer)         { w.NullArray() }
-func (op *BLMove) Wake()                  { op.woken = true }
-
-// BLMPop is BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]:
-// LMPOP that waits for one of its keys.
-type BLMPop struct {
-	LMPop
-	timeout time.Duration
-}
-
-// ParseBLMPop reads BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT
-// count]; Redis checks the timeout last.
-func ParseBLMPop(args [][]byte) (Command, error) {
-	m, err := parseLMPop(args, 2)
-	if err != nil {
-		return nil, err
-	}
-	t, err := parseTimeout(args[1])
-	if err != nil {
-		return nil, err
-	}
-	return &BLMPop{LMPop: *m, timeout: t}, nil
-}
-
-func (*BLMPop) Name() string              { return "blmpop" }
-func (op *BLMPop) Ready() bool            { return op.Found }
-func (op *BLMPop) Timeout() time.Duration { return op.timeout }
-func (*BLMPop) TimedOut(w Writer)         { w.NullArray() }
-func (op *BLMPop) Wake()                  { op.woken = true }
 
 var (
 	_ Blocker = (*BPop)(nil)

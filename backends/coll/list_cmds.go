@@ -4,10 +4,11 @@ import "github.com/pgcache/pgcache/backends"
 
 // List commands. Each is an Op: Parse… reads the request, Run does it on
 // the list, Reply answers as Redis 7.0 does. The fields a store needs to
-// run the common ones itself (PostgreSQL: the pushes and pops, LLEN,
-// LRANGE, LINDEX, LSET, LTRIM) are exported, results included: a store
-// that runs the command natively fills the results, and Reply writes them.
-// The others keep theirs unexported: a store runs them with Run.
+// run the common ones itself (PostgreSQL: the pushes and pops, LRANGE,
+// LINDEX, LSET, LTRIM) are exported, results included: a store that runs
+// the command natively fills the results, and Reply writes them. The
+// others keep theirs unexported: a store runs them with Run. LLEN is in
+// colls.go, with the other types' counts.
 
 // listOf returns keys[i]'s list, nil when the key does not exist.
 func listOf(v backends.View, i int) (*List, error) {
@@ -16,23 +17,6 @@ func listOf(v backends.View, i int) (*List, error) {
 		return nil, err
 	}
 	return val.(*List), nil
-}
-
-// span turns LRANGE/LTRIM's start and stop (negative from the tail) into
-// indexes 0 <= from <= to < n, or ok false for an empty range.
-func span(start, stop int64, n int) (from, to int, ok bool) {
-	ln := int64(n)
-	if start < 0 {
-		start += ln
-	}
-	if stop < 0 {
-		stop += ln
-	}
-	start = max(start, 0)
-	if start > stop || start >= ln {
-		return 0, 0, false
-	}
-	return int(start), int(min(stop, ln-1)), true
 }
 
 // Push is LPUSH, RPUSH, LPUSHX and RPUSHX key element [element ...].
@@ -111,7 +95,7 @@ func parsePop(args [][]byte, end End) (Command, error) {
 	op := &Pop{End: end, Count: -1}
 	op.Elems = op.one[:0]
 	if len(args) == 3 {
-		n, err := rangeArg(args[2], 0, maxLong, errNotPositive)
+		n, err := countArg(args[2])
 		if err != nil {
 			return nil, err
 		}
@@ -167,58 +151,20 @@ func (op *Pop) Reply(w Writer) {
 	}
 }
 
-// bulks writes elems as an array of bulk strings.
-func bulks(w Writer, elems [][]byte) {
-	w.Array(len(elems))
-	for _, e := range elems {
-		w.Bulk(e)
-	}
-}
-
-// LLen is LLEN key.
-type LLen struct {
-	backends.Passed
-	Len int64 // result
-}
-
-// ParseLLen reads LLEN key.
-func ParseLLen(args [][]byte) (Command, error) {
-	op := &LLen{}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*LLen) Name() string            { return "llen" }
-func (*LLen) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *LLen) Run(v backends.View) error {
-	op.Len = 0
-	l, err := listOf(v, 0)
-	if l != nil {
-		op.Len = int64(l.Len())
-	}
-	return err
-}
-
-func (op *LLen) Reply(w Writer) { w.Int(op.Len) }
-
 // LRange is LRANGE key start stop.
 type LRange struct {
 	backends.Passed
-	Start, Stop int64    // as given: negative counts from the tail
-	Elems       [][]byte // result
+	IndexRange
+	Elems [][]byte // result
 }
 
 // ParseLRange reads LRANGE key start stop.
 func ParseLRange(args [][]byte) (Command, error) {
-	op := &LRange{}
-	var err error
-	if op.Start, err = longArg(args[2]); err != nil {
+	r, err := parseIndexRange(args[2], args[3])
+	if err != nil {
 		return nil, err
 	}
-	if op.Stop, err = longArg(args[3]); err != nil {
-		return nil, err
-	}
+	op := &LRange{IndexRange: r}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -232,7 +178,7 @@ func (op *LRange) Run(v backends.View) error {
 	if l == nil || err != nil {
 		return err
 	}
-	if from, to, ok := span(op.Start, op.Stop, l.Len()); ok {
+	if from, to, ok := op.span(l.Len()); ok {
 		op.Elems = l.Range(make([][]byte, 0, to-from+1), from, to, false)
 	}
 	return nil
@@ -273,13 +219,7 @@ func (op *LIndex) Run(v backends.View) error {
 	return nil
 }
 
-func (op *LIndex) Reply(w Writer) {
-	if !op.Found {
-		w.Null()
-		return
-	}
-	w.Bulk(op.Elem)
-}
+func (op *LIndex) Reply(w Writer) { bulkOrNull(w, op.Elem, op.Found) }
 
 // LSet is LSET key index element.
 type LSet struct {
@@ -404,19 +344,16 @@ func (op *LRem) Reply(w Writer) { w.Int(op.removed) }
 // LTrim is LTRIM key start stop.
 type LTrim struct {
 	backends.Passed
-	Start, Stop int64
+	IndexRange
 }
 
 // ParseLTrim reads LTRIM key start stop.
 func ParseLTrim(args [][]byte) (Command, error) {
-	op := &LTrim{}
-	var err error
-	if op.Start, err = longArg(args[2]); err != nil {
+	r, err := parseIndexRange(args[2], args[3])
+	if err != nil {
 		return nil, err
 	}
-	if op.Stop, err = longArg(args[3]); err != nil {
-		return nil, err
-	}
+	op := &LTrim{IndexRange: r}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -429,7 +366,7 @@ func (op *LTrim) Run(v backends.View) error {
 	if l == nil || err != nil {
 		return err
 	}
-	from, to, ok := span(op.Start, op.Stop, l.Len())
+	from, to, ok := op.span(l.Len())
 	l.Trim(from, to, ok)
 	return nil
 }
@@ -439,7 +376,6 @@ func (*LTrim) Reply(w Writer) { w.Status("OK") }
 var (
 	_ Command = (*Push)(nil)
 	_ Command = (*Pop)(nil)
-	_ Command = (*LLen)(nil)
 	_ Command = (*LRange)(nil)
 	_ Command = (*LIndex)(nil)
 	_ Command = (*LSet)(nil)

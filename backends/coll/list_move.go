@@ -2,6 +2,7 @@ package coll
 
 import (
 	"errors"
+	"time"
 
 	"github.com/pgcache/pgcache/backends"
 )
@@ -14,34 +15,33 @@ import (
 // one key named twice rotates its list.
 type LMove struct {
 	backends.Passed
+	wait      // BLMOVE's: woken, a source of another type is waited on
 	From, To  End
 	Elem      []byte // result: the element moved
 	Found     bool   // result: the source held a list
 	rpoplpush bool
-	woken     bool // BLMOVE woken: a source of another type is waited on
 }
 
 // ParseLMove reads LMOVE source destination LEFT|RIGHT LEFT|RIGHT.
 func ParseLMove(args [][]byte) (Command, error) {
-	op, err := parseLMove(args)
-	if err != nil {
+	op := &LMove{}
+	if err := op.parse(args); err != nil {
 		return nil, err
 	}
 	return op, nil
 }
 
-func parseLMove(args [][]byte) (*LMove, error) {
-	from, err := endArg(args[3])
-	if err != nil {
-		return nil, err
+// parse reads [B]LMOVE's source, destination and ends.
+func (op *LMove) parse(args [][]byte) error {
+	var err error
+	if op.From, err = endArg(args[3]); err != nil {
+		return err
 	}
-	to, err := endArg(args[4])
-	if err != nil {
-		return nil, err
+	if op.To, err = endArg(args[4]); err != nil {
+		return err
 	}
-	op := &LMove{From: from, To: to}
 	op.Args, op.KeyAt = args, at12
-	return op, nil
+	return nil
 }
 
 // ParseRPopLPush reads RPOPLPUSH source destination.
@@ -65,7 +65,7 @@ func (*LMove) Writes() backends.Writes { return backends.WritesAll }
 func (op *LMove) Run(v backends.View) error {
 	op.Elem, op.Found = nil, false
 	src, err := listOf(v, 0)
-	if op.woken && errors.Is(err, backends.ErrWrongType) {
+	if op.Woken && errors.Is(err, backends.ErrWrongType) {
 		return nil
 	}
 	if src == nil || err != nil {
@@ -85,70 +85,91 @@ func (op *LMove) Run(v backends.View) error {
 	return nil
 }
 
-func (op *LMove) Reply(w Writer) {
-	if !op.Found {
-		w.Null()
-		return
-	}
-	w.Bulk(op.Elem)
-}
+func (op *LMove) Reply(w Writer) { bulkOrNull(w, op.Elem, op.Found) }
 
 // LMPop is LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: pops up to
 // count elements from the first key that holds a list.
 type LMPop struct {
 	backends.Passed
+	wait  // BLMPOP's: woken, keys of another type are passed over
 	End   End
-	Count int64    // at least 1
-	Found bool     // result: one of the keys held a list
-	Key   []byte   // result: that key (a copy)
-	Elems [][]byte // result: what was popped, in the order popped
-	woken bool     // BLMPOP woken: keys of another type are passed over
+	Count int64     // at least 1
+	Found bool      // result: one of the keys held a list
+	Key   []byte    // result: that key (a copy)
+	Elems [][]byte  // result: what was popped, in the order popped
+	one   [1][]byte // Elems' room for one element, without an allocation
 }
-
-var (
-	errNumkeys   = backends.Refusal("ERR numkeys should be greater than 0")
-	errCountZero = backends.Refusal("ERR count should be greater than 0")
-)
 
 // ParseLMPop reads LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count].
 func ParseLMPop(args [][]byte) (Command, error) {
-	op, err := parseLMPop(args, 1)
-	if err != nil {
+	op := &LMPop{}
+	if err := op.parse(args, false); err != nil {
 		return nil, err
 	}
 	return op, nil
 }
 
-// parseLMPop reads [B]LMPOP's arguments from numkeys, at args[at].
-func parseLMPop(args [][]byte, at int) (*LMPop, error) {
+// parse reads LMPOP's arguments, or BLMPOP's (blocking).
+func (op *LMPop) parse(args [][]byte, blocking bool) error {
+	a, err := parseMPop(args, blocking, "left", "right")
+	if err != nil {
+		return err
+	}
+	op.End, op.Count, op.Elems, op.timeout = End(a.end), a.count, op.one[:0], a.timeout
+	op.Args, op.KeyAt, op.NullArray = args, a.keyAt, true
+	return nil
+}
+
+// mpopArgs are what LMPOP and ZMPOP take, and BLMPOP and BZMPOP, with a
+// timeout first: [timeout] numkeys key [key ...] end [COUNT count], where
+// end is one of two words (LEFT or RIGHT, MIN or MAX).
+type mpopArgs struct {
+	keyAt   []int
+	end     int   // 0: the first word, 1: the second
+	count   int64 // 1 when not given
+	timeout time.Duration
+}
+
+// parseMPop reads mpopArgs; Redis checks a blocking form's timeout last.
+func parseMPop(args [][]byte, blocking bool, first, second string) (mpopArgs, error) {
+	a := mpopArgs{count: -1}
+	at := 1 // numkeys
+	if blocking {
+		at = 2
+	}
 	numkeys, err := rangeArg(args[at], 1, maxLong, errNumkeys)
 	if err != nil {
-		return nil, err
+		return a, err
 	}
 	if numkeys >= int64(len(args)-at-1) {
-		return nil, errSyntax // no room for LEFT|RIGHT after the keys
+		return a, errSyntax // no room for the end after the keys
 	}
 	where := at + int(numkeys) + 1
-	end, err := endArg(args[where])
-	if err != nil {
-		return nil, err
+	switch {
+	case is(args[where], first):
+	case is(args[where], second):
+		a.end = 1
+	default:
+		return a, errSyntax
 	}
-	op := &LMPop{End: end, Count: -1}
 	for j := where + 1; j < len(args); j++ {
-		if op.Count == -1 && is(args[j], "count") && j+1 < len(args) {
+		if a.count == -1 && is(args[j], "count") && j+1 < len(args) {
 			j++
-			if op.Count, err = rangeArg(args[j], 1, maxLong, errCountZero); err != nil {
-				return nil, err
+			if a.count, err = rangeArg(args[j], 1, maxLong, errCountZero); err != nil {
+				return a, err
 			}
 			continue
 		}
-		return nil, errSyntax
+		return a, errSyntax
 	}
-	if op.Count == -1 {
-		op.Count = 1
+	if a.count == -1 {
+		a.count = 1
 	}
-	op.Args, op.KeyAt, op.NullArray = args, keysAt(at+1, int(numkeys)), true
-	return op, nil
+	a.keyAt = keysAt(at+1, int(numkeys))
+	if blocking {
+		a.timeout, err = parseTimeout(args[1])
+	}
+	return a, err
 }
 
 func (*LMPop) Name() string            { return "lmpop" }
@@ -158,21 +179,12 @@ func (*LMPop) Writes() backends.Writes { return backends.WritesAll }
 // before it fails the command, one after it is not looked at.
 func (op *LMPop) Run(v backends.View) error {
 	op.Found, op.Key, op.Elems = false, nil, op.Elems[:0]
-	for i := range op.KeyAt {
-		l, err := listOf(v, i)
-		if op.woken && errors.Is(err, backends.ErrWrongType) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if l == nil {
-			continue
-		}
-		op.Found, op.Key = true, clone(op.Args[op.KeyAt[i]])
-		op.Elems = l.PopN(op.Elems, op.End, op.Count)
-		return nil
+	val, i, err := op.firstHeld(v, len(op.KeyAt), backends.TypeList)
+	if val == nil || err != nil {
+		return err
 	}
+	op.Found, op.Key = true, clone(op.Args[op.KeyAt[i]])
+	op.Elems = val.(*List).PopN(op.Elems, op.End, op.Count)
 	return nil
 }
 

@@ -2,12 +2,6 @@ package coll
 
 import "github.com/pgcache/pgcache/backends"
 
-var (
-	errRankZero      = backends.Refusal("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
-	errCountNegative = backends.Refusal("ERR COUNT can't be negative")
-	errMaxlenNeg     = backends.Refusal("ERR MAXLEN can't be negative")
-)
-
 // LPos is LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len].
 type LPos struct {
 	backends.Passed

@@ -84,7 +84,7 @@ func TestListModel(t *testing.T) {
 				}
 			case op == 10:
 				start, stop := int64(r.IntN(20)-10), int64(r.IntN(40)-10)
-				from, to, ok := span(start, stop, len(model))
+				from, to, ok := IndexRange{start, stop}.span(len(model))
 				l.Trim(from, to, ok)
 				if ok {
 					model = model[from : to+1]

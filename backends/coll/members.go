@@ -99,6 +99,20 @@ func Lookup(v backends.Value, m string) (Member, bool) {
 	return Member{}, false
 }
 
+// remove removes v's member m (a list has none) and reports whether it
+// was there; l is a hash's Limits (Hash.Del).
+func remove(v backends.Value, m string, l *Limits) bool {
+	switch v := v.(type) {
+	case *Hash:
+		return v.Del(m, l)
+	case *Set:
+		return v.Rem(m)
+	case *ZSet:
+		return v.Del(m)
+	}
+	return false
+}
+
 // Record makes v record in j the members each change touches (nil: stop).
 func Record(v backends.Value, j *Journal) {
 	switch v := v.(type) {

@@ -18,15 +18,6 @@ import (
 // prefix rules, underscores), so the longest prefix C would read is found
 // here, and only what C accepts reaches strconv.
 
-var (
-	errMinMaxFloat = backends.Refusal("ERR min or max is not a float")
-	errMinMaxLex   = backends.Refusal("ERR min or max not valid string range item")
-	errTimeout     = backends.Refusal("ERR timeout is not a float or out of range")
-	errTimeoutNeg  = backends.Refusal("ERR timeout is negative")
-	errCursor      = backends.Refusal("ERR invalid cursor")
-	errWeight      = backends.Refusal("ERR weight value is not a float")
-)
-
 // Kinds of number scanFloat finds.
 const (
 	numNone = iota
@@ -383,6 +374,23 @@ func longArg(b []byte) (int64, error) {
 		return 0, errNotInteger
 	}
 	return n, nil
+}
+
+// countArg reads the count LPOP, SPOP and ZPOPMIN may take: at least 0.
+func countArg(b []byte) (int64, error) { return rangeArg(b, 0, maxLong, errNotPositive) }
+
+// optionalCount reads the count SPOP, SRANDMEMBER and ZPOPMIN may take
+// after their key (args[2]) with read; given is false without one, and a
+// further argument is a syntax error.
+func optionalCount(args [][]byte, read func([]byte) (int64, error)) (n int64, given bool, err error) {
+	switch {
+	case len(args) > 3:
+		return 0, false, errSyntax
+	case len(args) == 3:
+		n, err = read(args[2])
+		return n, err == nil, err
+	}
+	return 0, false, nil
 }
 
 // rangeArg is getRangeLongFromObjectOrReply with a message: an integer in

@@ -1,7 +1,6 @@
 package coll
 
 import (
-	"time"
 	"unsafe"
 
 	"github.com/pgcache/pgcache/backends"
@@ -98,6 +97,65 @@ func writePassed(w PassedWriter, r backends.Reply, nullArray bool) {
 	}
 }
 
+// The shapes of reply several commands share.
+
+// bulkOrNull writes b, or nil when it was not found.
+func bulkOrNull(w Writer, b []byte, found bool) {
+	if !found {
+		w.Null()
+		return
+	}
+	w.Bulk(b)
+}
+
+// bulks writes elems as an array of bulk strings.
+func bulks(w Writer, elems [][]byte) {
+	w.Array(len(elems))
+	for _, e := range elems {
+		w.Bulk(e)
+	}
+}
+
+// bulksOrNull writes elems as an array of bulk strings, nil for a nil one.
+func bulksOrNull(w Writer, elems [][]byte) {
+	w.Array(len(elems))
+	for _, e := range elems {
+		if e == nil {
+			w.Null()
+		} else {
+			w.Bulk(e)
+		}
+	}
+}
+
+// writeMembers writes members as a set (RESP3's ~, an array in RESP2).
+func writeMembers(w Writer, ms []string) {
+	w.Set(len(ms))
+	for _, m := range ms {
+		w.Bulk(bytesOf(m))
+	}
+}
+
+// writeEntries answers entries as Redis's range replies: members, or with
+// scores, member and score flat in RESP2 and in pairs in RESP3.
+func writeEntries(w Writer, es []ZEntry, withScores bool) {
+	pairs := withScores && w.RESP3()
+	if withScores && !pairs {
+		w.Array(2 * len(es))
+	} else {
+		w.Array(len(es))
+	}
+	for _, e := range es {
+		if pairs {
+			w.Array(2)
+		}
+		w.Bulk(bytesOf(e.Member))
+		if withScores {
+			w.Double(e.Score)
+		}
+	}
+}
+
 // Parser reads a request (the command's name first) into a Command, or
 // returns the error Redis would answer, before any key is looked at.
 type Parser func(args [][]byte) (Command, error)
@@ -117,17 +175,4 @@ func stringOf(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
-}
-
-// Blocker is a Command that may wait for its keys (BLPOP, BZPOPMIN,
-// BLMOVE…): Run does what its non-blocking form does, and Ready reports
-// whether that did anything. When it did not, the RESP front waits until
-// one of the keys changes, or Timeout passes (0: forever), and runs it
-// again; once Timeout has passed it answers TimedOut instead of Reply.
-// Inside MULTI or a script a Blocker never waits: it answers at once.
-type Blocker interface {
-	Command
-	Ready() bool
-	Timeout() time.Duration
-	TimedOut(w Writer)
 }

@@ -14,22 +14,6 @@ import (
 // when the result is empty) once the result is whole, so a destination
 // that is also a source is read first.
 
-var (
-	errNumKeys      = backends.Refusal("ERR numkeys should be greater than 0")
-	errNumKeysArgs  = backends.Refusal("ERR Number of keys can't be greater than number of args")
-	errLimitNegatve = backends.Refusal("ERR LIMIT can't be negative")
-)
-
-// keysFrom is the KeyAt of a command whose keys are its arguments from
-// index from on.
-func keysFrom(args [][]byte, from int) []int {
-	at := make([]int, len(args)-from)
-	for i := range at {
-		at[i] = from + i
-	}
-	return at
-}
-
 // setsOf returns the sets of keys[from:], nil for a missing key.
 func setsOf(v backends.View, from, n int) ([]*Set, error) {
 	sets := make([]*Set, n)
@@ -72,42 +56,76 @@ func store(v backends.View, result *Set) int64 {
 	return int64(result.Len())
 }
 
-// SInter is SINTER key [key ...], SINTERSTORE destination key [key ...]
-// and SINTERCARD numkeys key [key ...] [LIMIT limit].
-type SInter struct {
+// setOpKind is what a command of several sets computes.
+type setOpKind uint8
+
+const (
+	opUnion setOpKind = iota
+	opInter
+	opDiff
+)
+
+// setOpForm is one of the commands of several sets, sorted or not: what it
+// computes, and whether it stores it (in keys[0]) or counts it.
+type setOpForm struct {
+	name        string
+	kind        setOpKind
+	store, card bool
+}
+
+func (f *setOpForm) Name() string            { return f.name }
+func (f *setOpForm) Writes() backends.Writes { return storeWrites(f.store) }
+
+// formOf is the form named name in forms.
+func formOf(forms []setOpForm, name []byte) (setOpForm, error) {
+	for _, f := range forms {
+		if is(name, f.name) {
+			return f, nil
+		}
+	}
+	return setOpForm{}, unknownCommand(name)
+}
+
+var setOpForms = []setOpForm{
+	{"sinter", opInter, false, false},
+	{"sintercard", opInter, false, true},
+	{"sinterstore", opInter, true, false},
+	{"sunion", opUnion, false, false},
+	{"sunionstore", opUnion, true, false},
+	{"sdiff", opDiff, false, false},
+	{"sdiffstore", opDiff, true, false},
+}
+
+// SetOp is SINTER, SUNION and SDIFF key [key ...], their *STORE forms
+// (destination key [key ...]) and SINTERCARD numkeys key [key ...] [LIMIT
+// limit].
+type SetOp struct {
 	backends.Passed
-	from  int // keys[from:] are the sets
-	store bool
-	card  bool
+	setOpForm
 	limit int64 // SINTERCARD's, 0 for none
 	out   []string
-	n     int64
+	n     int64 // what a *STORE stored, or SINTERCARD counted
 }
 
-// ParseSInter reads SINTER.
-func ParseSInter(args [][]byte) (Command, error) {
-	op := &SInter{}
-	op.Args, op.KeyAt = args, keysFrom(args, 1)
-	return op, nil
-}
-
-// ParseSInterStore reads SINTERSTORE.
-func ParseSInterStore(args [][]byte) (Command, error) {
-	op := &SInter{from: 1, store: true}
-	op.Args, op.KeyAt = args, keysFrom(args, 1)
-	return op, nil
-}
-
-// ParseSInterCard reads SINTERCARD.
-func ParseSInterCard(args [][]byte) (Command, error) {
+// ParseSetOp reads SINTER, SINTERCARD, SINTERSTORE, SUNION, SUNIONSTORE,
+// SDIFF and SDIFFSTORE.
+func ParseSetOp(args [][]byte) (Command, error) {
+	f, err := formOf(setOpForms, args[0])
+	if err != nil {
+		return nil, err
+	}
+	op := &SetOp{setOpForm: f}
+	op.Args, op.KeyAt = args, keysAt(1, len(args)-1)
+	if !f.card {
+		return op, nil
+	}
 	numkeys, ok := backends.ParseInt(args[1])
 	if !ok || numkeys < 1 {
-		return nil, errNumKeys
+		return nil, errNumkeys
 	}
 	if numkeys > int64(len(args)-2) {
-		return nil, errNumKeysArgs
+		return nil, errNumkeysArgs
 	}
-	op := &SInter{card: true}
 	for i := 2 + int(numkeys); i < len(args); i++ {
 		if !is(args[i], "limit") || i+1 == len(args) {
 			return nil, errSyntax
@@ -115,39 +133,58 @@ func ParseSInterCard(args [][]byte) (Command, error) {
 		i++
 		n, ok := backends.ParseInt(args[i])
 		if !ok || n < 0 {
-			return nil, errLimitNegatve
+			return nil, errLimitNegative
 		}
 		op.limit = n
 	}
-	op.Args, op.KeyAt = args, keysFrom(args[:2+numkeys], 2)
+	op.KeyAt = keysAt(2, int(numkeys))
 	return op, nil
 }
 
-func (op *SInter) Name() string {
-	switch {
-	case op.store:
-		return "sinterstore"
-	case op.card:
-		return "sintercard"
-	}
-	return "sinter"
-}
-
-func (op *SInter) Writes() backends.Writes { return storeWrites(op.store) }
-
-// Run needs the View's Limits (SINTER): Redis walks the smallest set, in
-// its order, numeric for an intset.
-func (op *SInter) Run(v backends.View) error {
+// Run needs the View's Limits (SINTER, SUNION, SDIFF): Redis answers a
+// set that is an intset in numeric order.
+func (op *SetOp) Run(v backends.View) error {
 	op.out, op.n = nil, 0
-	sets, err := setsOf(v, op.from, len(op.KeyAt)-op.from)
+	from := sourceAt(op.store)
+	sets, err := setsOf(v, from, len(op.KeyAt)-from)
 	if err != nil {
 		return err
 	}
+	// The result is built as Redis builds it, member by member into a new
+	// set, so that its encoding (and so its order) is what Redis's is.
+	var result *Set
+	switch op.kind {
+	case opInter:
+		op.inter(v, sets)
+		return nil
+	case opUnion:
+		result = NewSet()
+		for _, s := range sets {
+			if s != nil {
+				for _, m := range s.members {
+					result.Add(m)
+				}
+			}
+		}
+	case opDiff:
+		result = op.difference(sets)
+	}
+	if op.store {
+		op.n = store(v, result)
+		return nil
+	}
+	op.out = result.Sorted(LimitsOf(v))
+	return nil
+}
+
+// inter is SINTER, SINTERCARD and SINTERSTORE: Redis walks the smallest
+// set, in its order (numeric for an intset).
+func (op *SetOp) inter(v backends.View, sets []*Set) {
 	if slices.Contains(sets, nil) {
 		if op.store {
 			store(v, nil)
 		}
-		return nil
+		return
 	}
 	// The smallest first (a stable sort, as glibc's qsort is for these).
 	slices.SortStableFunc(sets, func(a, b *Set) int { return a.Len() - b.Len() })
@@ -185,107 +222,22 @@ func (op *SInter) Run(v backends.View) error {
 			}
 		}
 	}
-	return nil
-}
-
-func (op *SInter) Reply(w Writer) {
-	if op.store || op.card {
-		w.Int(op.n)
-		return
-	}
-	writeMembers(w, op.out)
-}
-
-// SUnion is SUNION key [key ...] and SUNIONSTORE destination key [key
-// ...], and SDIFF and SDIFFSTORE, which take the same arguments.
-type SUnion struct {
-	backends.Passed
-	from  int
-	store bool
-	diff  bool
-	out   []string
-	n     int64
-}
-
-// ParseSUnion reads SUNION.
-func ParseSUnion(args [][]byte) (Command, error) { return parseUnionDiff(args, false, false), nil }
-
-// ParseSUnionStore reads SUNIONSTORE.
-func ParseSUnionStore(args [][]byte) (Command, error) { return parseUnionDiff(args, true, false), nil }
-
-// ParseSDiff reads SDIFF.
-func ParseSDiff(args [][]byte) (Command, error) { return parseUnionDiff(args, false, true), nil }
-
-// ParseSDiffStore reads SDIFFSTORE.
-func ParseSDiffStore(args [][]byte) (Command, error) { return parseUnionDiff(args, true, true), nil }
-
-func parseUnionDiff(args [][]byte, store, diff bool) *SUnion {
-	op := &SUnion{store: store, diff: diff}
-	if store {
-		op.from = 1
-	}
-	op.Args, op.KeyAt = args, keysFrom(args, 1)
-	return op
-}
-
-func (op *SUnion) Name() string {
-	switch {
-	case op.diff && op.store:
-		return "sdiffstore"
-	case op.diff:
-		return "sdiff"
-	case op.store:
-		return "sunionstore"
-	}
-	return "sunion"
-}
-
-func (op *SUnion) Writes() backends.Writes { return storeWrites(op.store) }
-
-// Run needs the View's Limits (SUNION, SDIFF): a result that is an intset
-// answers in numeric order.
-func (op *SUnion) Run(v backends.View) error {
-	op.out, op.n = nil, 0
-	sets, err := setsOf(v, op.from, len(op.KeyAt)-op.from)
-	if err != nil {
-		return err
-	}
-	// The result is built as Redis builds it, member by member into a new
-	// set, so that its encoding (and so its order) is what Redis's is.
-	var result *Set
-	if op.diff {
-		result = op.difference(sets)
-	} else {
-		result = NewSet()
-		for _, s := range sets {
-			if s != nil {
-				for _, m := range s.members {
-					result.Add(m)
-				}
-			}
-		}
-	}
-	if op.store {
-		op.n = store(v, result)
-		return nil
-	}
-	op.out = result.Sorted(LimitsOf(v))
-	return nil
 }
 
 // difference is the first set less the others, by the algorithm Redis
 // would pick: that decides whether the result ever held more members, or
 // members that are not integers, than it ends with (its encoding).
-func (op *SUnion) difference(sets []*Set) *Set {
+func (op *SetOp) difference(sets []*Set) *Set {
 	result := NewSet()
 	first := sets[0]
 	if first == nil {
 		return result
 	}
-	key0 := op.Args[op.KeyAt[op.from]]
+	from := sourceAt(op.store)
+	key0 := op.Args[op.KeyAt[from]]
 	for i, s := range sets[1:] {
 		// The first set named again: the difference is empty.
-		if s != nil && bytes.Equal(op.Args[op.KeyAt[op.from+1+i]], key0) {
+		if s != nil && bytes.Equal(op.Args[op.KeyAt[from+1+i]], key0) {
 			return result
 		}
 	}
@@ -330,10 +282,12 @@ func (op *SUnion) difference(sets []*Set) *Set {
 	return result
 }
 
-func (op *SUnion) Reply(w Writer) {
-	if op.store {
+func (op *SetOp) Reply(w Writer) {
+	if op.store || op.card {
 		w.Int(op.n)
 		return
 	}
 	writeMembers(w, op.out)
 }
+
+var _ Command = (*SetOp)(nil)

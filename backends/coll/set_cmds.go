@@ -8,10 +8,11 @@ import (
 
 // Set commands on one set, and SMOVE. Each is an Op: Parse… reads the
 // request, Run does it on the set, Reply answers as Redis 7.0 does (the
-// arguments and results a store needs to do SADD, SREM, SISMEMBER,
-// SMISMEMBER and SCARD itself are exported fields). The
-// commands of several sets (SINTER, SUNIONSTORE…) are in set_algebra.go,
-// the random ones (SPOP, SRANDMEMBER) in set_rand.go.
+// arguments and results a store needs to do SADD itself are exported
+// fields). The commands of several sets (SINTER, SUNIONSTORE…) are in
+// set_algebra.go, the random ones (SPOP, SRANDMEMBER) in set_rand.go;
+// SCARD, SREM, SISMEMBER and SMISMEMBER, which other types have too, in
+// colls.go, SSCAN in scan.go.
 
 // setOf returns keys[i]'s set, nil when the key does not exist.
 func setOf(v backends.View, i int) (*Set, error) {
@@ -20,14 +21,6 @@ func setOf(v backends.View, i int) (*Set, error) {
 		return nil, err
 	}
 	return val.(*Set), nil
-}
-
-// writeMembers writes members as a set (RESP3's ~, an array in RESP2).
-func writeMembers(w Writer, ms []string) {
-	w.Set(len(ms))
-	for _, m := range ms {
-		w.Bulk(bytesOf(m))
-	}
 }
 
 // SAdd is SADD key member [member ...].
@@ -67,39 +60,6 @@ func (op *SAdd) Run(v backends.View) error {
 
 func (op *SAdd) Reply(w Writer) { w.Int(op.Added) }
 
-// SRem is SREM key member [member ...].
-type SRem struct {
-	backends.Passed
-	Members [][]byte
-	Removed int64 // result
-}
-
-// ParseSRem reads SREM.
-func ParseSRem(args [][]byte) (Command, error) {
-	op := &SRem{Members: args[2:]}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*SRem) Name() string            { return "srem" }
-func (*SRem) Writes() backends.Writes { return backends.WritesAll }
-
-func (op *SRem) Run(v backends.View) error {
-	op.Removed = 0
-	s, err := setOf(v, 0)
-	if s == nil || err != nil {
-		return err
-	}
-	for _, m := range op.Members {
-		if s.Rem(stringOf(m)) {
-			op.Removed++
-		}
-	}
-	return nil
-}
-
-func (op *SRem) Reply(w Writer) { w.Int(op.Removed) }
-
 // SMembers is SMEMBERS key.
 type SMembers struct {
 	backends.Passed
@@ -129,81 +89,6 @@ func (op *SMembers) Run(v backends.View) error {
 
 func (op *SMembers) Reply(w Writer) { writeMembers(w, op.out) }
 
-// SIsMember is SISMEMBER key member, and SMISMEMBER key member [member
-// ...], which answers an array.
-type SIsMember struct {
-	backends.Passed
-	Members [][]byte
-	multi   bool
-	Found   []bool // result: whether each member is in the set
-}
-
-// ParseSIsMember reads SISMEMBER and SMISMEMBER.
-func ParseSIsMember(args [][]byte) (Command, error) {
-	op := &SIsMember{Members: args[2:], multi: is(args[0], "smismember")}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (op *SIsMember) Name() string {
-	if op.multi {
-		return "smismember"
-	}
-	return "sismember"
-}
-func (*SIsMember) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *SIsMember) Run(v backends.View) error {
-	op.Found = op.Found[:0]
-	s, err := setOf(v, 0)
-	if err != nil {
-		return err
-	}
-	for _, m := range op.Members {
-		op.Found = append(op.Found, s != nil && s.Has(stringOf(m)))
-	}
-	return nil
-}
-
-func (op *SIsMember) Reply(w Writer) {
-	if !op.multi {
-		w.Int(b2i(len(op.Found) > 0 && op.Found[0]))
-		return
-	}
-	w.Array(len(op.Found))
-	for _, f := range op.Found {
-		w.Int(b2i(f))
-	}
-}
-
-// SCard is SCARD key.
-type SCard struct {
-	backends.Passed
-	Card int64 // result
-}
-
-// ParseSCard reads SCARD.
-func ParseSCard(args [][]byte) (Command, error) {
-	op := &SCard{}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*SCard) Name() string            { return "scard" }
-func (*SCard) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *SCard) Run(v backends.View) error {
-	op.Card = 0
-	s, err := setOf(v, 0)
-	if s == nil || err != nil {
-		return err
-	}
-	op.Card = int64(s.Len())
-	return nil
-}
-
-func (op *SCard) Reply(w Writer) { w.Int(op.Card) }
-
 // SMove is SMOVE source destination member: keys[0] is the source,
 // keys[1] the destination.
 type SMove struct {
@@ -220,7 +105,7 @@ type SMove struct {
 // ParseSMove reads SMOVE.
 func ParseSMove(args [][]byte) (Command, error) {
 	op := &SMove{member: args[3], same: bytes.Equal(args[1], args[2])}
-	op.Args, op.KeyAt = args, []int{1, 2}
+	op.Args, op.KeyAt = args, at12
 	return op, nil
 }
 
@@ -262,56 +147,3 @@ func (op *SMove) Run(v backends.View) error {
 func (op *SMove) Unchanged(i int) bool { return i < 2 && op.kept&(1<<i) != 0 }
 
 func (op *SMove) Reply(w Writer) { w.Int(b2i(op.moved)) }
-
-// SScan is SSCAN key cursor [MATCH pattern] [COUNT count] (see
-// hash_scan.go).
-type SScan struct {
-	backends.Passed
-	scanArgs
-	next  uint64
-	elems [][]byte
-}
-
-// ParseSScan reads SSCAN.
-func ParseSScan(args [][]byte) (Command, error) {
-	a, err := parseScan(args)
-	if err != nil {
-		return nil, err
-	}
-	op := &SScan{scanArgs: a}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*SScan) Name() string            { return "sscan" }
-func (*SScan) Writes() backends.Writes { return backends.ReadOnly }
-
-// Run needs the View's Limits: an intset is returned whole, in order.
-func (op *SScan) Run(v backends.View) error {
-	op.next, op.elems = 0, op.elems[:0]
-	s, err := setOf(v, 0)
-	if s == nil || err != nil {
-		return err
-	}
-	if op.err != nil {
-		return op.err
-	}
-	if l := LimitsOf(v); s.intset(l) {
-		for _, m := range s.Sorted(l) {
-			if op.keep(m) {
-				op.elems = append(op.elems, bytesOf(m))
-			}
-		}
-		return nil
-	}
-	from, to, next := op.page(s.Len())
-	for i := to - 1; i >= from; i-- {
-		if m := s.At(i); op.keep(m) {
-			op.elems = append(op.elems, bytesOf(m))
-		}
-	}
-	op.next = next
-	return nil
-}
-
-func (op *SScan) Reply(w Writer) { writeScan(w, op.next, op.elems) }

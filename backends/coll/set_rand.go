@@ -20,17 +20,11 @@ type SPop struct {
 
 // ParseSPop reads SPOP.
 func ParseSPop(args [][]byte) (Command, error) {
-	op := &SPop{}
-	switch {
-	case len(args) > 3:
-		return nil, errSyntax
-	case len(args) == 3:
-		n, ok := backends.ParseInt(args[2])
-		if !ok || n < 0 {
-			return nil, errNotPositive
-		}
-		op.count, op.withCount = n, true
+	n, given, err := optionalCount(args, countArg)
+	if err != nil {
+		return nil, err
 	}
+	op := &SPop{count: n, withCount: given}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -96,14 +90,20 @@ func (op *SPop) Run(v backends.View) error {
 
 func (op *SPop) Reply(w Writer) {
 	if !op.withCount {
-		if op.out == nil {
-			w.Null()
-			return
-		}
-		w.Bulk(bytesOf(op.out[0]))
+		writeOne(w, op.out)
 		return
 	}
 	writeMembers(w, op.out)
+}
+
+// writeOne writes the member SPOP or SRANDMEMBER without a count picked,
+// or nil when there was no key.
+func writeOne(w Writer, out []string) {
+	if out == nil {
+		w.Null()
+		return
+	}
+	w.Bulk(bytesOf(out[0]))
 }
 
 func allInts(ms []string) bool {
@@ -129,17 +129,11 @@ type SRandMember struct {
 
 // ParseSRandMember reads SRANDMEMBER.
 func ParseSRandMember(args [][]byte) (Command, error) {
-	op := &SRandMember{}
-	switch {
-	case len(args) > 3:
-		return nil, errSyntax
-	case len(args) == 3:
-		n, err := parseRandCount(args[2])
-		if err != nil {
-			return nil, err
-		}
-		op.count, op.withCount = n, true
+	n, given, err := optionalCount(args, parseRandCount)
+	if err != nil {
+		return nil, err
 	}
+	op := &SRandMember{count: n, withCount: given}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -179,11 +173,7 @@ func (op *SRandMember) Run(v backends.View) error {
 
 func (op *SRandMember) Reply(w Writer) {
 	if !op.withCount {
-		if op.out == nil {
-			w.Null()
-			return
-		}
-		w.Bulk(bytesOf(op.out[0]))
+		writeOne(w, op.out)
 		return
 	}
 	if op.pool != nil {

@@ -16,12 +16,8 @@ import (
 // are served as Redis serves them: BY without '*' (BY nosort) keeps the
 // value's own order, GET # is the element, GET without '*' nothing.
 
-var (
-	errSortBy       = backends.Refusal("ERR BY option of SORT denied in Cluster mode.")
-	errSortGet      = backends.Refusal("ERR GET option of SORT denied in Cluster mode.")
-	sortGetElement  = []byte("#")
-	errSortNotFloat = backends.Refusal("ERR One or more scores can't be converted into double")
-)
+// sortGetElement is GET's pattern of the element itself.
+var sortGetElement = []byte("#")
 
 // Sort is SORT key [BY pattern] [LIMIT offset count] [ASC|DESC] [ALPHA]
 // [STORE destination], and SORT_RO without STORE. With STORE, keys[0] is
@@ -286,12 +282,5 @@ func (op *Sort) Reply(w Writer) {
 		w.Int(op.n)
 		return
 	}
-	w.Array(len(op.out))
-	for _, e := range op.out {
-		if e == nil {
-			w.Null()
-		} else {
-			w.Bulk(e)
-		}
-	}
+	bulksOrNull(w, op.out)
 }

@@ -212,32 +212,29 @@ func (z *ZSet) drop(x *znode) {
 // how many it removed.
 func (z *ZSet) removeRange(below, within func(*znode) bool) int {
 	var update [maxLevel]*znode
-	x := z.sl.firstWhere(below, &update)
-	n := 0
-	for x != nil && within(x) {
-		next := x.next()
-		z.sl.unlink(x, &update)
-		z.drop(x)
-		n++
-		x = next
-	}
-	return n
+	return z.removeRun(z.sl.firstWhere(below, &update), &update, z.Len(), within)
 }
 
 // removeRanks removes the nodes of 1-based ranks start to end, inclusive,
 // 1 <= start <= end <= Len().
 func (z *ZSet) removeRanks(start, end int) int {
 	var update [maxLevel]*znode
-	x := z.sl.atRank(start, &update)
-	n := 0
-	for r := start; x != nil && r <= end; r++ {
+	return z.removeRun(z.sl.atRank(start, &update), &update, end-start+1, nil)
+}
+
+// removeRun removes at most n nodes from x on, while within (nil: any) is
+// true of them; update holds the last node before x at each level. It
+// returns how many it removed.
+func (z *ZSet) removeRun(x *znode, update *[maxLevel]*znode, n int, within func(*znode) bool) int {
+	removed := 0
+	for x != nil && removed < n && (within == nil || within(x)) {
 		next := x.next()
-		z.sl.unlink(x, &update)
+		z.sl.unlink(x, update)
 		z.drop(x)
-		n++
+		removed++
 		x = next
 	}
-	return n
+	return removed
 }
 
 // newZSetSorted builds a set of the entries, which are in order (by score
@@ -345,67 +342,46 @@ func (r LexRange) BelowMax(m string) bool {
 // Contains reports whether m is in the range.
 func (r LexRange) Contains(m string) bool { return r.AboveMin(m) && r.BelowMax(m) }
 
-// firstInScore returns the first node in range r, nil when none is.
-func (z *ZSet) firstInScore(r ScoreRange) *znode {
-	if !z.inScore(r) {
-		return nil
+// A range of scores or of members is, to the skip list, a stretch of its
+// order: the nodes before it, then those within it (up to the first after
+// it), then the rest; before and within are each true of a prefix of the
+// list.
+
+func (r ScoreRange) before(x *znode) bool { return !r.AboveMin(x.score) }
+func (r ScoreRange) within(x *znode) bool { return r.BelowMax(x.score) }
+func (r LexRange) before(x *znode) bool   { return !r.AboveMin(x.member) }
+func (r LexRange) within(x *znode) bool   { return r.BelowMax(x.member) }
+
+// nodes returns the first and last nodes of z in r, nil and nil when none
+// is.
+func (r *ScoreRange) nodes(z *ZSet) (first, last *znode) {
+	if first = z.first(r.Empty(), r.before, r.within); first != nil {
+		// A literal, not the method value: lastWhere, inlined here, then
+		// calls it directly.
+		last = z.sl.lastWhere(func(x *znode) bool { return r.within(x) })
 	}
-	x := z.sl.firstWhere(func(x *znode) bool { return !r.AboveMin(x.score) }, nil)
-	if x == nil || !r.BelowMax(x.score) {
-		return nil
-	}
-	return x
+	return first, last
 }
 
-// lastInScore returns the last node in range r, nil when none is.
-func (z *ZSet) lastInScore(r ScoreRange) *znode {
-	if !z.inScore(r) {
-		return nil
+// nodes returns the first and last nodes of z in r, nil and nil when none
+// is.
+func (r *LexRange) nodes(z *ZSet) (first, last *znode) {
+	if first = z.first(r.Empty(), r.before, r.within); first != nil {
+		last = z.sl.lastWhere(func(x *znode) bool { return r.within(x) })
 	}
-	x := z.sl.lastWhere(func(x *znode) bool { return r.BelowMax(x.score) })
-	if x == nil || !r.AboveMin(x.score) {
-		return nil
-	}
-	return x
+	return first, last
 }
 
-// inScore reports whether part of the set may be in range r.
-func (z *ZSet) inScore(r ScoreRange) bool {
-	if r.Empty() || z.sl.tail == nil {
-		return false
-	}
-	return r.AboveMin(z.sl.tail.score) && r.BelowMax(z.sl.first().score)
-}
-
-// firstInLex returns the first node in range r, nil when none is.
-func (z *ZSet) firstInLex(r LexRange) *znode {
-	if !z.inLex(r) {
+// first returns the first node of a stretch of the order, nil when it
+// holds none (empty: the range can hold none).
+func (z *ZSet) first(empty bool, before, within func(*znode) bool) *znode {
+	if empty || z.sl.tail == nil || before(z.sl.tail) || !within(z.sl.first()) {
 		return nil
 	}
-	x := z.sl.firstWhere(func(x *znode) bool { return !r.AboveMin(x.member) }, nil)
-	if x == nil || !r.BelowMax(x.member) {
-		return nil
+	if x := z.sl.firstWhere(before, nil); x != nil && within(x) {
+		return x
 	}
-	return x
-}
-
-// lastInLex returns the last node in range r, nil when none is.
-func (z *ZSet) lastInLex(r LexRange) *znode {
-	if !z.inLex(r) {
-		return nil
-	}
-	x := z.sl.lastWhere(func(x *znode) bool { return r.BelowMax(x.member) })
-	if x == nil || !r.AboveMin(x.member) {
-		return nil
-	}
-	return x
-}
-
-func (z *ZSet) inLex(r LexRange) bool {
-	if r.Empty() || z.sl.tail == nil {
-		return false
-	}
-	return r.AboveMin(z.sl.tail.member) && r.BelowMax(z.sl.first().member)
+	return nil
 }
 
 var _ backends.Value = (*ZSet)(nil)

@@ -11,12 +11,13 @@ import (
 // ZSet, Reply answers as Redis does. This file has the commands on single
 // members and counts; zset_range.go the ranges, zset_pop.go the pops
 // (blocking ones too), zset_setops.go ZUNION and the others of several
-// keys, zset_scan.go ZSCAN and ZRANDMEMBER.
+// keys, zset_rand.go ZRANDMEMBER, and colls.go and scan.go ZCARD, ZREM and
+// ZSCAN, which other types have too.
 //
 // Fields a store may read to do a command itself (PostgreSQL) are
 // exported, and so are the results of the commands it is likely to do
-// (ZADD, ZREM, ZSCORE, ZCARD, ZCOUNT, the ranges): a store that did the
-// command sets them and Reply answers from them.
+// (ZADD, ZSCORE, ZCOUNT, the ranges): a store that did the command sets
+// them and Reply answers from them.
 
 // zsetOf returns keys[i]'s sorted set, nil when the key does not exist.
 func zsetOf(v backends.View, i int) (*ZSet, error) {
@@ -25,26 +26,6 @@ func zsetOf(v backends.View, i int) (*ZSet, error) {
 		return nil, err
 	}
 	return val.(*ZSet), nil
-}
-
-// writeEntries answers entries as Redis's range replies: members, or with
-// scores, member and score flat in RESP2 and in pairs in RESP3.
-func writeEntries(w Writer, es []ZEntry, withScores bool) {
-	pairs := withScores && w.RESP3()
-	if withScores && !pairs {
-		w.Array(2 * len(es))
-	} else {
-		w.Array(len(es))
-	}
-	for _, e := range es {
-		if pairs {
-			w.Array(2)
-		}
-		w.Bulk(bytesOf(e.Member))
-		if withScores {
-			w.Double(e.Score)
-		}
-	}
 }
 
 // ZAdd is ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member
@@ -98,11 +79,11 @@ options:
 	n /= 2
 	switch {
 	case op.NX && op.XX:
-		return nil, backends.Refusal("ERR XX and NX options at the same time are not compatible")
+		return nil, errZAddXXNX
 	case op.GT && op.NX, op.LT && op.NX, op.GT && op.LT:
-		return nil, backends.Refusal("ERR GT, LT, and/or NX options at the same time are not compatible")
+		return nil, errZAddGTLTNX
 	case op.Incr && n > 1:
-		return nil, backends.Refusal("ERR INCR option supports a single increment-element pair")
+		return nil, errZAddIncrPair
 	}
 	if n == 1 {
 		op.Scores, op.Members = op.score1[:], op.member1[:]
@@ -184,67 +165,6 @@ func (op *ZAdd) Reply(w Writer) {
 		w.Int(op.Added)
 	}
 }
-
-// ZRem is ZREM key member [member ...].
-type ZRem struct {
-	backends.Passed
-	Members [][]byte
-	Removed int64
-}
-
-// ParseZRem reads ZREM.
-func ParseZRem(args [][]byte) (Command, error) {
-	op := &ZRem{Members: args[2:]}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*ZRem) Name() string            { return "zrem" }
-func (*ZRem) Writes() backends.Writes { return backends.WritesAll }
-
-func (op *ZRem) Run(v backends.View) error {
-	op.Removed = 0
-	z, err := zsetOf(v, 0)
-	if z == nil || err != nil {
-		return err
-	}
-	for _, m := range op.Members {
-		if z.Del(stringOf(m)) {
-			op.Removed++
-		}
-	}
-	return nil
-}
-
-func (op *ZRem) Reply(w Writer) { w.Int(op.Removed) }
-
-// ZCard is ZCARD key.
-type ZCard struct {
-	backends.Passed
-	Card int64
-}
-
-// ParseZCard reads ZCARD.
-func ParseZCard(args [][]byte) (Command, error) {
-	op := &ZCard{}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*ZCard) Name() string            { return "zcard" }
-func (*ZCard) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *ZCard) Run(v backends.View) error {
-	op.Card = 0
-	z, err := zsetOf(v, 0)
-	if z == nil || err != nil {
-		return err
-	}
-	op.Card = int64(z.Len())
-	return nil
-}
-
-func (op *ZCard) Reply(w Writer) { w.Int(op.Card) }
 
 // ZScore is ZSCORE key member.
 type ZScore struct {
@@ -375,6 +295,9 @@ func (op *ZRank) Reply(w Writer) {
 }
 
 // ZCount is ZCOUNT key min max: how many members have a score in Range.
+// (ZLEXCOUNT is the same command over a range of members, a type of its
+// own so that neither op holds the other's range: ZCOUNT's stays in a
+// smaller allocation.)
 type ZCount struct {
 	backends.Passed
 	Range ScoreRange
@@ -401,10 +324,7 @@ func (op *ZCount) Run(v backends.View) error {
 	if z == nil || err != nil {
 		return err
 	}
-	if first := z.firstInScore(op.Range); first != nil {
-		last := z.lastInScore(op.Range)
-		op.Count = int64(z.sl.rank(last) - z.sl.rank(first) + 1)
-	}
+	op.Count = z.count(op.Range.nodes(z))
 	return nil
 }
 
@@ -437,19 +357,23 @@ func (op *ZLexCount) Run(v backends.View) error {
 	if z == nil || err != nil {
 		return err
 	}
-	if first := z.firstInLex(op.Range); first != nil {
-		last := z.lastInLex(op.Range)
-		op.Count = int64(z.sl.rank(last) - z.sl.rank(first) + 1)
-	}
+	op.Count = z.count(op.Range.nodes(z))
 	return nil
 }
 
 func (op *ZLexCount) Reply(w Writer) { w.Int(op.Count) }
 
+// count is how many nodes there are from first to last, 0 when first is
+// nil.
+func (z *ZSet) count(first, last *znode) int64 {
+	if first == nil {
+		return 0
+	}
+	return int64(z.sl.rank(last) - z.sl.rank(first) + 1)
+}
+
 var (
 	_ Command = (*ZAdd)(nil)
-	_ Command = (*ZRem)(nil)
-	_ Command = (*ZCard)(nil)
 	_ Command = (*ZScore)(nil)
 	_ Command = (*ZMScore)(nil)
 	_ Command = (*ZRank)(nil)

@@ -1,9 +1,7 @@
 package coll
 
 import (
-	"errors"
 	"slices"
-	"time"
 
 	"github.com/pgcache/pgcache/backends"
 )
@@ -47,18 +45,15 @@ type ZPop struct {
 
 // ParseZPop reads ZPOPMIN and ZPOPMAX.
 func ParseZPop(args [][]byte) (Command, error) {
-	if len(args) > 3 {
-		return nil, errSyntax
+	n, given, err := optionalCount(args, countArg)
+	if err != nil {
+		return nil, err
 	}
 	op := &ZPop{Max: is(args[0], "zpopmax"), Count: -1}
-	op.Args, op.KeyAt = args, at1
-	if len(args) == 3 {
-		n, ok := backends.ParseInt(args[2])
-		if !ok || n < 0 {
-			return nil, errNotPositive
-		}
+	if given {
 		op.Count = n
 	}
+	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
 
@@ -109,57 +104,32 @@ func (op *ZPop) Reply(w Writer) {
 // from the first of its keys that holds a sorted set.
 type ZMPop struct {
 	backends.Passed
+	wait   // BZMPOP's: woken, keys of another type are passed over
 	max    bool
 	count  int64
 	key    []byte // the key popped from
 	popped []ZEntry
-	woken  bool // BZMPOP woken (Waker): keys of another type are passed over
-}
-
-// parseZMPop reads ZMPOP's arguments from args[at] on (numkeys first).
-func parseZMPop(args [][]byte, at int) (*ZMPop, error) {
-	numkeys, ok := backends.ParseInt(args[at])
-	if !ok || numkeys < 1 {
-		return nil, backends.Refusal("ERR numkeys should be greater than 0")
-	}
-	if numkeys >= int64(len(args)-at-1) { // no room for MIN|MAX
-		return nil, errSyntax
-	}
-	where := at + 1 + int(numkeys)
-	op := &ZMPop{count: -1}
-	switch {
-	case is(args[where], "min"):
-	case is(args[where], "max"):
-		op.max = true
-	default:
-		return nil, errSyntax
-	}
-	for j := where + 1; j < len(args); j++ {
-		if op.count == -1 && is(args[j], "count") && j+1 < len(args) {
-			j++
-			n, ok := backends.ParseInt(args[j])
-			if !ok || n < 1 {
-				return nil, backends.Refusal("ERR count should be greater than 0")
-			}
-			op.count = n
-			continue
-		}
-		return nil, errSyntax
-	}
-	if op.count == -1 {
-		op.count = 1
-	}
-	op.Args, op.KeyAt, op.NullArray = args, keysAt(at+1, int(numkeys)), true
-	return op, nil
+	one    [1]ZEntry // popped's room for one member, without an allocation
 }
 
 // ParseZMPop reads ZMPOP.
 func ParseZMPop(args [][]byte) (Command, error) {
-	op, err := parseZMPop(args, 1)
-	if err != nil {
+	op := &ZMPop{}
+	if err := op.parse(args, false); err != nil {
 		return nil, err
 	}
 	return op, nil
+}
+
+// parse reads ZMPOP's arguments, or BZMPOP's (blocking).
+func (op *ZMPop) parse(args [][]byte, blocking bool) error {
+	a, err := parseMPop(args, blocking, "min", "max")
+	if err != nil {
+		return err
+	}
+	op.max, op.count, op.popped, op.timeout = a.end == 1, a.count, op.one[:0], a.timeout
+	op.Args, op.KeyAt, op.NullArray = args, a.keyAt, true
+	return nil
 }
 
 func (*ZMPop) Name() string            { return "zmpop" }
@@ -167,21 +137,13 @@ func (*ZMPop) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *ZMPop) Run(v backends.View) error {
 	op.key, op.popped = nil, op.popped[:0]
-	for i := range op.KeyAt {
-		z, err := zsetOf(v, i)
-		if op.woken && errors.Is(err, backends.ErrWrongType) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if z == nil {
-			continue
-		}
-		op.key = clone(op.Args[op.KeyAt[i]])
-		op.popped = z.popN(op.popped, int(min(op.count, int64(z.Len()))), op.max)
-		return nil
+	val, i, err := op.firstHeld(v, len(op.KeyAt), backends.TypeZSet)
+	if val == nil || err != nil {
+		return err
 	}
+	z := val.(*ZSet)
+	op.key = clone(op.Args[op.KeyAt[i]])
+	op.popped = z.popN(op.popped, int(min(op.count, int64(z.Len()))), op.max)
 	return nil
 }
 
@@ -204,38 +166,25 @@ func (op *ZMPop) Reply(w Writer) {
 // ZMPOP that waits.
 type BZMPop struct {
 	ZMPop
-	timeout time.Duration
 }
 
 // ParseBZMPop reads BZMPOP.
 func ParseBZMPop(args [][]byte) (Command, error) {
-	op, err := parseZMPop(args, 2)
-	if err != nil {
+	op := &BZMPop{}
+	if err := op.parse(args, true); err != nil {
 		return nil, err
 	}
-	t, err := parseTimeout(args[1])
-	if err != nil {
-		return nil, err
-	}
-	return &BZMPop{ZMPop: *op, timeout: t}, nil
+	return op, nil
 }
 
-func (*BZMPop) Name() string              { return "bzmpop" }
-func (op *BZMPop) Ready() bool            { return op.key != nil }
-func (op *BZMPop) Timeout() time.Duration { return op.timeout }
-func (*BZMPop) TimedOut(w Writer)         { w.NullArray() }
-func (op *BZMPop) Wake()                  { op.woken = true }
+func (*BZMPop) Name() string   { return "bzmpop" }
+func (op *BZMPop) Ready() bool { return op.key != nil }
 
 // BZPop is BZPOPMIN key [key ...] timeout and BZPOPMAX key [key ...]
-// timeout: it pops one member from the first of its keys that holds a
-// sorted set, or waits.
+// timeout: BZMPOP of one member, answered as the key, the member and its
+// score.
 type BZPop struct {
-	backends.Passed
-	max     bool
-	timeout time.Duration
-	key     []byte
-	popped  ZEntry
-	woken   bool // woken (Waker): keys of another type are passed over, as for BLPOP
+	BZMPop
 }
 
 // ParseBZPop reads BZPOPMIN and BZPOPMAX.
@@ -244,7 +193,8 @@ func ParseBZPop(args [][]byte) (Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := &BZPop{max: is(args[0], "bzpopmax"), timeout: t}
+	op := &BZPop{}
+	op.max, op.count, op.popped, op.timeout = is(args[0], "bzpopmax"), 1, op.one[:0], t
 	op.Args, op.KeyAt, op.NullArray = args, keysAt(1, len(args)-2), true
 	return op, nil
 }
@@ -255,32 +205,6 @@ func (op *BZPop) Name() string {
 	}
 	return "bzpopmin"
 }
-func (*BZPop) Writes() backends.Writes { return backends.WritesAll }
-
-func (op *BZPop) Run(v backends.View) error {
-	op.key, op.popped = nil, ZEntry{}
-	for i := range op.KeyAt {
-		z, err := zsetOf(v, i)
-		if op.woken && errors.Is(err, backends.ErrWrongType) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if z == nil {
-			continue
-		}
-		var one [1]ZEntry
-		op.key, op.popped = clone(op.Args[op.KeyAt[i]]), z.popN(one[:0], 1, op.max)[0]
-		return nil
-	}
-	return nil
-}
-
-func (op *BZPop) Ready() bool            { return op.key != nil }
-func (op *BZPop) Timeout() time.Duration { return op.timeout }
-func (*BZPop) TimedOut(w Writer)         { w.NullArray() }
-func (op *BZPop) Wake()                  { op.woken = true }
 
 // Reply answers the key, the member and its score; when nothing was
 // popped (a BZPOPMIN in MULTI or a script, which never waits), what a
@@ -292,8 +216,8 @@ func (op *BZPop) Reply(w Writer) {
 	}
 	w.Array(3)
 	w.Bulk(op.key)
-	w.Bulk(bytesOf(op.popped.Member))
-	w.Double(op.popped.Score)
+	w.Bulk(bytesOf(op.popped[0].Member))
+	w.Double(op.popped[0].Score)
 }
 
 var (

@@ -14,10 +14,52 @@ import (
 type RangeBy uint8
 
 const (
-	ByRank  RangeBy = iota // Start and Stop, 0-based, negative from the end
+	ByRank  RangeBy = iota // an IndexRange
 	ByScore                // a ScoreRange
 	ByLex                  // a LexRange
 )
+
+// Bounds are the range a sorted set command names: of ranks, of scores
+// or of members, as By says.
+type Bounds struct {
+	By         RangeBy
+	IndexRange            // ByRank
+	Score      ScoreRange // ByScore
+	Lex        LexRange   // ByLex
+}
+
+// parseBounds reads min and max (start and stop, ByRank) of a range by.
+func parseBounds(by RangeBy, lo, hi []byte) (Bounds, error) {
+	b := Bounds{By: by}
+	var err error
+	switch by {
+	case ByRank:
+		b.IndexRange, err = parseIndexRange(lo, hi)
+	case ByScore:
+		b.Score, err = parseScoreRange(lo, hi)
+	case ByLex:
+		b.Lex, err = parseLexRange(lo, hi)
+	}
+	return b, err
+}
+
+// nodes returns the first and last nodes of z within bounds of scores or
+// members, nil and nil when none is.
+func (b *Bounds) nodes(z *ZSet) (first, last *znode) {
+	if b.By == ByLex {
+		return b.Lex.nodes(z)
+	}
+	return b.Score.nodes(z)
+}
+
+// remove removes z's nodes within bounds of scores or members, and
+// returns how many it removed.
+func (b *Bounds) remove(z *ZSet) int {
+	if b.By == ByLex {
+		return z.removeRange(b.Lex.before, b.Lex.within)
+	}
+	return z.removeRange(b.Score.before, b.Score.within)
+}
 
 // ZRange is ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset
 // count] [WITHSCORES], ZRANGESTORE dst src start stop [BYSCORE|BYLEX]
@@ -29,11 +71,8 @@ const (
 // and fills Result in the order the reply lists it (descending when Rev).
 type ZRange struct {
 	backends.Passed
-	By          RangeBy
-	Rev         bool
-	Start, Stop int64      // ByRank
-	Score       ScoreRange // ByScore
-	Lex         LexRange   // ByLex
+	Bounds
+	Rev bool
 	// Offset and Count are LIMIT's (ByScore and ByLex only): skip Offset
 	// members (a negative Offset leaves none), then list at most Count
 	// (a negative Count: all).
@@ -81,9 +120,10 @@ func ParseZRange(args [][]byte) (Command, error) {
 		}
 	}
 	if name == "" {
-		return nil, backends.Refusal("ERR unknown command '" + lower(args[0]) + "'")
+		return nil, unknownCommand(args[0])
 	}
-	op := &ZRange{name: name, Store: f.store, By: f.by, Rev: f.rev, Count: -1}
+	op := &ZRange{name: name, Store: f.store, Rev: f.rev, Count: -1}
+	op.By = f.by
 	op.Args, op.KeyAt = args, at1
 	if f.store {
 		op.KeyAt = at12
@@ -115,27 +155,17 @@ func ParseZRange(args [][]byte) (Command, error) {
 	}
 	// Redis tells a LIMIT by its count not being -1.
 	if op.Count != -1 && op.By == ByRank {
-		return nil, backends.Refusal("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+		return nil, errRangeLimit
 	}
 	if op.WithScores && op.By == ByLex {
-		return nil, backends.Refusal("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+		return nil, errRangeScores
 	}
 	lo, hi := args[f.key+1], args[f.key+2]
 	if op.Rev && op.By != ByRank {
 		lo, hi = hi, lo // given as max, min
 	}
 	var err error
-	switch op.By {
-	case ByRank:
-		if op.Start, err = longArg(lo); err == nil {
-			op.Stop, err = longArg(hi)
-		}
-	case ByScore:
-		op.Score, err = parseScoreRange(lo, hi)
-	case ByLex:
-		op.Lex, err = parseLexRange(lo, hi)
-	}
-	if err != nil {
+	if op.Bounds, err = parseBounds(op.By, lo, hi); err != nil {
 		return nil, err
 	}
 	return op, nil
@@ -152,15 +182,13 @@ func (op *ZRange) Run(v backends.View) error {
 	if err != nil {
 		return err
 	}
-	if z != nil {
-		switch op.By {
-		case ByRank:
-			op.Result = z.appendRanks(op.Result, op.Start, op.Stop, op.Rev)
-		case ByScore:
-			op.Result = z.appendSpan(op.Result, z.firstInScore(op.Score), z.lastInScore(op.Score), op.Offset, op.Count, op.Rev)
-		case ByLex:
-			op.Result = z.appendSpan(op.Result, z.firstInLex(op.Lex), z.lastInLex(op.Lex), op.Offset, op.Count, op.Rev)
-		}
+	switch {
+	case z == nil:
+	case op.By == ByRank:
+		op.Result = z.appendRanks(op.Result, op.IndexRange, op.Rev)
+	default:
+		first, last := op.nodes(z)
+		op.Result = z.appendSpan(op.Result, first, last, op.Offset, op.Count, op.Rev)
 	}
 	if op.Store {
 		op.Stored = int64(len(op.Result))
@@ -201,41 +229,23 @@ func (op *ZRange) Reply(w Writer) {
 	writeEntries(w, op.Result, op.WithScores)
 }
 
-// rankSpan turns ranks as Redis reads them (0-based, negative from the
-// end) into a 1-based span of the set's len members; ok is false when it
-// is empty.
-func rankSpan(start, stop int64, n int) (from, to int, ok bool) {
-	l := int64(n)
-	if start < 0 {
-		start += l
-	}
-	if stop < 0 {
-		stop += l
-	}
-	start = max(start, 0)
-	if start > stop || start >= l {
-		return 0, 0, false
-	}
-	stop = min(stop, l-1)
-	return int(start) + 1, int(stop) + 1, true
-}
-
-// appendRanks appends the members of ranks start to stop (from the top
-// when rev) to es.
-func (z *ZSet) appendRanks(es []ZEntry, start, stop int64, rev bool) []ZEntry {
-	from, to, ok := rankSpan(start, stop, z.Len())
+// appendRanks appends the members of ranks r (from the top when rev) to
+// es.
+func (z *ZSet) appendRanks(es []ZEntry, r IndexRange, rev bool) []ZEntry {
+	from, to, ok := r.span(z.Len())
 	if !ok {
 		return es
 	}
 	n := to - from + 1
 	es = slices.Grow(es, n)
+	// The skip list counts ranks from 1.
 	if rev {
-		for x := z.sl.byRank(z.Len() + 1 - from); n > 0; x, n = x.prev, n-1 {
+		for x := z.sl.byRank(z.Len() - from); n > 0; x, n = x.prev, n-1 {
 			es = append(es, ZEntry{x.member, x.score})
 		}
 		return es
 	}
-	for x := z.sl.byRank(from); n > 0; x, n = x.next(), n-1 {
+	for x := z.sl.byRank(from + 1); n > 0; x, n = x.next(), n-1 {
 		es = append(es, ZEntry{x.member, x.score})
 	}
 	return es
@@ -274,35 +284,26 @@ func (z *ZSet) appendSpan(es []ZEntry, first, last *znode, offset, count int64, 
 // max and ZREMRANGEBYLEX key min max.
 type ZRemRange struct {
 	backends.Passed
-	By          RangeBy
-	Start, Stop int64      // ByRank
-	Score       ScoreRange // ByScore
-	Lex         LexRange   // ByLex
-	Removed     int64
+	Bounds
+	Removed int64
 }
 
 // ParseZRemRange reads ZREMRANGEBYRANK, ZREMRANGEBYSCORE and
 // ZREMRANGEBYLEX.
 func ParseZRemRange(args [][]byte) (Command, error) {
-	op := &ZRemRange{}
-	op.Args, op.KeyAt = args, at1
-	var err error
+	by := ByLex
 	switch {
 	case is(args[0], "zremrangebyrank"):
-		op.By = ByRank
-		if op.Start, err = longArg(args[2]); err == nil {
-			op.Stop, err = longArg(args[3])
-		}
+		by = ByRank
 	case is(args[0], "zremrangebyscore"):
-		op.By = ByScore
-		op.Score, err = parseScoreRange(args[2], args[3])
-	default:
-		op.By = ByLex
-		op.Lex, err = parseLexRange(args[2], args[3])
+		by = ByScore
 	}
+	b, err := parseBounds(by, args[2], args[3])
 	if err != nil {
 		return nil, err
 	}
+	op := &ZRemRange{Bounds: b}
+	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
 
@@ -324,17 +325,10 @@ func (op *ZRemRange) Run(v backends.View) error {
 		return err
 	}
 	var n int
-	switch op.By {
-	case ByRank:
-		if from, to, ok := rankSpan(op.Start, op.Stop, z.Len()); ok {
-			n = z.removeRanks(from, to)
-		}
-	case ByScore:
-		n = z.removeRange(func(x *znode) bool { return !op.Score.AboveMin(x.score) },
-			func(x *znode) bool { return op.Score.BelowMax(x.score) })
-	case ByLex:
-		n = z.removeRange(func(x *znode) bool { return !op.Lex.AboveMin(x.member) },
-			func(x *znode) bool { return op.Lex.BelowMax(x.member) })
+	if op.By != ByRank {
+		n = op.remove(z)
+	} else if from, to, ok := op.span(z.Len()); ok {
+		n = z.removeRanks(from+1, to+1) // 1-based
 	}
 	op.Removed = int64(n)
 	return nil

@@ -112,9 +112,9 @@ func TestZScanGuarantee(t *testing.T) {
 			if err := op.Run(s); err != nil {
 				t.Fatal(err)
 			}
-			sc := op.(*ZScan)
-			for _, e := range sc.items {
-				seen[e.Member] = true
+			sc := op.(*Scan)
+			for i := 0; i < len(sc.elems); i += 2 {
+				seen[string(sc.elems[i])] = true
 			}
 			if sc.next == 0 {
 				break

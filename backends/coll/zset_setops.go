@@ -34,14 +34,6 @@ const (
 	AggregateMax
 )
 
-type setOpKind uint8
-
-const (
-	opUnion setOpKind = iota
-	opInter
-	opDiff
-)
-
 // ZSetOp is ZUNION, ZINTER, ZDIFF (numkeys key [key ...] [WEIGHTS weight
 // ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES], without WEIGHTS and AGGREGATE
 // for ZDIFF), ZINTERCARD numkeys key [key ...] [LIMIT limit], and
@@ -49,10 +41,7 @@ const (
 // (keys[0] the destination).
 type ZSetOp struct {
 	backends.Passed
-	name       string
-	kind       setOpKind
-	store      bool
-	card       bool // ZINTERCARD
+	setOpForm
 	weights    []float64
 	aggregate  Aggregate
 	withScores bool
@@ -64,11 +53,7 @@ type ZSetOp struct {
 	count  int64 // ZINTERCARD's
 }
 
-var zsetOpForms = []struct {
-	name        string
-	kind        setOpKind
-	store, card bool
-}{
+var zsetOpForms = []setOpForm{
 	{"zunion", opUnion, false, false},
 	{"zinter", opInter, false, false},
 	{"zdiff", opDiff, false, false},
@@ -81,15 +66,11 @@ var zsetOpForms = []struct {
 // ParseZSetOp reads ZUNION, ZINTER, ZDIFF, ZINTERCARD, ZUNIONSTORE,
 // ZINTERSTORE and ZDIFFSTORE.
 func ParseZSetOp(args [][]byte) (Command, error) {
-	op := &ZSetOp{}
-	for _, c := range zsetOpForms {
-		if is(args[0], c.name) {
-			op.name, op.kind, op.store, op.card = c.name, c.kind, c.store, c.card
-		}
+	f, err := formOf(zsetOpForms, args[0])
+	if err != nil {
+		return nil, err
 	}
-	if op.name == "" {
-		return nil, backends.Refusal("ERR unknown command '" + lower(args[0]) + "'")
-	}
+	op := &ZSetOp{setOpForm: f}
 	at := 1 // numkeys
 	if op.store {
 		at = 2
@@ -99,24 +80,18 @@ func ParseZSetOp(args [][]byte) (Command, error) {
 		return nil, err
 	}
 	if n < 1 {
-		return nil, backends.Refusal("ERR at least 1 input key is needed for '" + op.name + "' command")
+		return nil, errNoInputKey(op.name)
 	}
 	if n > int64(len(args)-at-1) {
 		return nil, errSyntax
 	}
 	setnum := int(n)
-	op.Args = args
+	op.Args, op.KeyAt = args, make([]int, 0, 1+setnum)
 	if op.store {
-		op.KeyAt = make([]int, 1+setnum)
-		op.KeyAt[0] = 1
-		for i := range setnum {
-			op.KeyAt[1+i] = at + 1 + i
-		}
-	} else {
-		op.KeyAt = make([]int, setnum)
-		for i := range setnum {
-			op.KeyAt[i] = at + 1 + i
-		}
+		op.KeyAt = append(op.KeyAt, 1) // the destination
+	}
+	for i := range setnum {
+		op.KeyAt = append(op.KeyAt, at+1+i)
 	}
 	op.optErr = op.parseOptions(args[at+1+setnum:], setnum)
 	return op, nil
@@ -155,7 +130,7 @@ func (op *ZSetOp) parseOptions(opts [][]byte, setnum int) error {
 		case op.card && left >= 2 && is(a, "limit"):
 			n, ok := backends.ParseInt(opts[j+1])
 			if !ok || n < 0 {
-				return backends.Refusal("ERR LIMIT can't be negative")
+				return errLimitNegative
 			}
 			op.limit = n
 			j += 2
@@ -165,10 +140,6 @@ func (op *ZSetOp) parseOptions(opts [][]byte, setnum int) error {
 	}
 	return nil
 }
-
-func (op *ZSetOp) Name() string { return op.name }
-
-func (op *ZSetOp) Writes() backends.Writes { return storeWrites(op.store) }
 
 // zsrc is one input: a sorted set or a set (or nothing), with its weight.
 type zsrc struct {
@@ -227,10 +198,7 @@ func aggregate(target *float64, val float64, how Aggregate) {
 
 func (op *ZSetOp) Run(v backends.View) error {
 	op.result, op.count = op.result[:0], 0
-	first := 0
-	if op.store {
-		first = 1
-	}
+	first := sourceAt(op.store)
 	srcs := make([]zsrc, len(op.KeyAt)-first)
 	for i := range srcs {
 		val, err := v.Get(first+i, backends.TypeNone)

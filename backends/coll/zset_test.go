@@ -155,7 +155,7 @@ func TestZSetModel(t *testing.T) {
 						in = append(in, ZEntry{x.member, x.score})
 					}
 				}
-				f, l := z.firstInScore(rg), z.lastInScore(rg)
+				f, l := (&Bounds{By: ByScore, Score: rg}).nodes(z)
 				if len(in) == 0 {
 					if f != nil || l != nil {
 						t.Fatalf("seed %d step %d: empty range %+v found %v %v", seed, step, rg, f, l)
@@ -199,7 +199,7 @@ func TestZSetLexModel(t *testing.T) {
 					in = append(in, x.member)
 				}
 			}
-			f, l := z.firstInLex(rg), z.lastInLex(rg)
+			f, l := (&Bounds{By: ByLex, Lex: rg}).nodes(z)
 			if len(in) == 0 {
 				if f != nil || l != nil {
 					t.Fatalf("empty range %+v found a node", rg)

@@ -77,7 +77,7 @@ func TestCollectionsReadKeyOrder(t *testing.T) {
 		{[]string{"set2", "set1", "set3"}, 1}, // d
 		{[]string{"set1", "set2"}, 1},         // a
 	} {
-		op := collOp(t, coll.ParseSDiff, append([]string{"sdiff"}, tc.keys...)...)
+		op := collOp(t, coll.ParseSetOp, append([]string{"sdiff"}, tc.keys...)...)
 		if err := s.Do(testCtx(t), tc.keys, op); err != nil {
 			t.Fatal(err)
 		}

@@ -79,36 +79,28 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		err = s.hashGet(ctx, keys[0], op)
 	case *coll.HMGet:
 		err = s.hashMGet(ctx, keys[0], op)
-	case *coll.HExists:
-		err = s.hashExists(ctx, keys[0], op)
 	case *coll.HStrLen:
 		err = s.hashStrLen(ctx, keys[0], op)
-	case *coll.HLen:
-		err = s.hashLen(ctx, keys[0], op)
-	case *coll.HDel:
-		err = s.hashDel(ctx, keys[0], op)
+	case *coll.Rem:
+		err = s.collRem(ctx, keys[0], op)
 	case *coll.HIncrBy:
 		err = s.hashIncrBy(ctx, keys[0], op)
 	case *coll.HIncrByFloat:
 		err = s.hashIncrByFloat(ctx, keys[0], op)
 	case *coll.SAdd:
 		err = s.setAdd(ctx, keys[0], op)
-	case *coll.SRem:
-		err = s.setRem(ctx, keys[0], op)
-	case *coll.SIsMember:
-		err = s.setIsMember(ctx, keys[0], op)
-	case *coll.SCard:
-		err = s.setCard(ctx, keys[0], op)
+	case *coll.Has:
+		if op.Type == backends.TypeHash {
+			err = s.hashExists(ctx, keys[0], op)
+		} else {
+			err = s.setIsMember(ctx, keys[0], op)
+		}
 	case *coll.ZAdd:
 		err = s.zsetAdd(ctx, keys[0], op)
-	case *coll.ZRem:
-		err = s.zsetRem(ctx, keys[0], op)
 	case *coll.ZScore:
 		err = s.zsetScore(ctx, keys[0], op)
 	case *coll.ZMScore:
 		err = s.zsetMScore(ctx, keys[0], op)
-	case *coll.ZCard:
-		err = s.zsetCard(ctx, keys[0], op)
 	case *coll.ZCount:
 		err = s.zsetCount(ctx, keys[0], op)
 	case *coll.ZRank:
@@ -123,8 +115,8 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		err = s.listPush(ctx, keys[0], op)
 	case *coll.Pop:
 		err = s.listPop(ctx, keys[0], op)
-	case *coll.LLen:
-		err = s.listLen(ctx, keys[0], op)
+	case *coll.Len:
+		err = s.collLen(ctx, keys[0], op)
 	case *coll.LIndex:
 		err = s.listIndex(ctx, keys[0], op)
 	case *coll.LRange:
@@ -391,6 +383,28 @@ func (s *KV) counted(ctx context.Context, op backends.Op, key string, want byte,
 		*n = 0
 	}
 	return err
+}
+
+// collLen is HLEN, SCARD, ZCARD and LLEN: the items counted, or a list's
+// ends read.
+func (s *KV) collLen(ctx context.Context, key string, op *coll.Len) error {
+	if op.Type == backends.TypeList {
+		return s.listLen(ctx, key, op)
+	}
+	return s.counted(ctx, op, key, kindOf(op.Type), s.coll.count, &op.Len)
+}
+
+// collRem is HDEL, SREM and ZREM.
+func (s *KV) collRem(ctx context.Context, key string, op *coll.Rem) error {
+	sql := s.coll.hash.del
+	switch op.Type {
+	case backends.TypeSet:
+		sql = s.coll.set.rem
+	case backends.TypeZSet:
+		sql = s.coll.zset.rem
+	}
+	return s.writeKey(ctx, op, key, nativeWrite{kind: kindOf(op.Type), drop: true, sql: sql,
+		args: []any{op.Members}}, &op.Removed)
 }
 
 // holds reports whether a read's row kind (nil: no live row) is want:

@@ -104,10 +104,10 @@ func (s *KV) hashMGet(ctx context.Context, key string, op *coll.HMGet) error {
 }
 
 // hashExists is HEXISTS.
-func (s *KV) hashExists(ctx context.Context, key string, op *coll.HExists) error {
+func (s *KV) hashExists(ctx context.Context, key string, op *coll.Has) error {
 	var n *int64
-	held, err := s.field(ctx, op, key, op.Field, s.coll.hash.getLen, &n)
-	op.Found = held && n != nil
+	held, err := s.field(ctx, op, key, op.Members[0], s.coll.hash.getLen, &n)
+	op.Found = append(op.Found[:0], held && n != nil)
 	return err
 }
 
@@ -120,17 +120,6 @@ func (s *KV) hashStrLen(ctx context.Context, key string, op *coll.HStrLen) error
 		op.Len = *n
 	}
 	return err
-}
-
-// hashLen is HLEN.
-func (s *KV) hashLen(ctx context.Context, key string, op *coll.HLen) error {
-	return s.counted(ctx, op, key, kindHash, s.coll.count, &op.Len)
-}
-
-// hashDel is HDEL.
-func (s *KV) hashDel(ctx context.Context, key string, op *coll.HDel) error {
-	return s.writeKey(ctx, op, key, nativeWrite{kind: kindHash, drop: true, sql: s.coll.hash.del,
-		args: []any{op.Fields}}, &op.Deleted)
 }
 
 // hashIncrBy is HINCRBY, computed by the statement. When it refuses (the

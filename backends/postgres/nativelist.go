@@ -45,7 +45,7 @@ func (s *KV) listPop(ctx context.Context, key string, op *coll.Pop) error {
 }
 
 // listLen is LLEN: the list's ends, read from the primary key.
-func (s *KV) listLen(ctx context.Context, key string, op *coll.LLen) error {
+func (s *KV) listLen(ctx context.Context, key string, op *coll.Len) error {
 	k, err := s.keyParam(ctx, op, key)
 	if err != nil {
 		return err
@@ -188,11 +188,11 @@ func (s *KV) listBPop(ctx context.Context, keys []string, op *coll.BPop) error {
 	err = s.write(ctx, op, nativeWrite{keys: ks, kind: kindList, drop: true, sql: s.coll.list.bpop[index(op.End == coll.Right)],
 		args: []any{s.key.array(ks), op.Woken},
 		scan: func(br pgx.BatchResults) error { return br.QueryRow().Scan(&wrong, &at, &elem) }})
-	op.Found, op.Key, op.Elem = false, nil, nil
+	op.Found, op.Key, op.Elems = false, nil, op.Elems[:0]
 	if err = wrongType(err, wrong); err != nil || at == nil {
 		return err
 	}
-	op.Found, op.Key, op.Elem = true, slices.Clone(op.Args[op.KeyAt[*at-1]]), value(elem)
+	op.Found, op.Key, op.Elems = true, slices.Clone(op.Args[op.KeyAt[*at-1]]), append(op.Elems, value(elem))
 	return nil
 }
 

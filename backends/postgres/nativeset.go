@@ -20,14 +20,8 @@ func (s *KV) setAdd(ctx context.Context, key string, op *coll.SAdd) error {
 	return s.writeKey(ctx, op, key, nativeWrite{kind: kindSet, sql: s.coll.set.add, args: []any{op.Members}}, &op.Added)
 }
 
-// setRem is SREM.
-func (s *KV) setRem(ctx context.Context, key string, op *coll.SRem) error {
-	return s.writeKey(ctx, op, key, nativeWrite{kind: kindSet, drop: true, sql: s.coll.set.rem,
-		args: []any{op.Members}}, &op.Removed)
-}
-
 // setIsMember is SISMEMBER and SMISMEMBER.
-func (s *KV) setIsMember(ctx context.Context, key string, op *coll.SIsMember) error {
+func (s *KV) setIsMember(ctx context.Context, key string, op *coll.Has) error {
 	k, err := s.keyParam(ctx, op, key)
 	if err != nil {
 		return err
@@ -53,11 +47,6 @@ func (s *KV) setIsMember(ctx context.Context, key string, op *coll.SIsMember) er
 		op.Found = append(op.Found, ok && in[string(m)])
 	}
 	return nil
-}
-
-// setCard is SCARD.
-func (s *KV) setCard(ctx context.Context, key string, op *coll.SCard) error {
-	return s.counted(ctx, op, key, kindSet, s.coll.count, &op.Card)
 }
 
 // $1 key, $2 members. SADD: the members that were not there, counted.

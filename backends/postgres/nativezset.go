@@ -190,17 +190,6 @@ func scoreBounds(r coll.ScoreRange) (min, max float64) {
 	return min, max
 }
 
-// zsetRem is ZREM.
-func (s *KV) zsetRem(ctx context.Context, key string, op *coll.ZRem) error {
-	return s.writeKey(ctx, op, key, nativeWrite{kind: kindZSet, drop: true, sql: s.coll.zset.rem,
-		args: []any{op.Members}}, &op.Removed)
-}
-
-// zsetCard is ZCARD.
-func (s *KV) zsetCard(ctx context.Context, key string, op *coll.ZCard) error {
-	return s.counted(ctx, op, key, kindZSet, s.coll.count, &op.Card)
-}
-
 // zsetCount is ZCOUNT: the range's index entries counted.
 func (s *KV) zsetCount(ctx context.Context, key string, op *coll.ZCount) error {
 	min, max := scoreBounds(op.Range)
