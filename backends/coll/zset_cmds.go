@@ -294,74 +294,68 @@ func (op *ZRank) Reply(w Writer) {
 	w.Int(op.Rank)
 }
 
-// ZCount is ZCOUNT key min max: how many members have a score in Range.
-// (ZLEXCOUNT is the same command over a range of members, a type of its
-// own so that neither op holds the other's range: ZCOUNT's stays in a
-// smaller allocation.)
-type ZCount struct {
+// RangeCount is ZCOUNT key min max (R a ScoreRange) and ZLEXCOUNT key min
+// max (R a LexRange): how many members are in Range. One generic type, so
+// that each command's op holds its own range alone (ZCOUNT's stays in a
+// smaller allocation).
+type RangeCount[R any, P zrange[R]] struct {
 	backends.Passed
-	Range ScoreRange
+	Range R
 	Count int64
 }
+
+// zrange is a range of a sorted set, by score or by member.
+type zrange[R any] interface {
+	*R
+	nodes(z *ZSet) (first, last *znode)
+}
+
+// ZCount and ZLexCount are ZCOUNT's and ZLEXCOUNT's ops.
+type (
+	ZCount    = RangeCount[ScoreRange, *ScoreRange]
+	ZLexCount = RangeCount[LexRange, *LexRange]
+)
 
 // ParseZCount reads ZCOUNT.
 func ParseZCount(args [][]byte) (Command, error) {
-	r, err := parseScoreRange(args[2], args[3])
-	if err != nil {
-		return nil, err
-	}
-	op := &ZCount{Range: r}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*ZCount) Name() string            { return "zcount" }
-func (*ZCount) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *ZCount) Run(v backends.View) error {
-	op.Count = 0
-	z, err := zsetOf(v, 0)
-	if z == nil || err != nil {
-		return err
-	}
-	op.Count = z.count(op.Range.nodes(z))
-	return nil
-}
-
-func (op *ZCount) Reply(w Writer) { w.Int(op.Count) }
-
-// ZLexCount is ZLEXCOUNT key min max: how many members are in Range.
-type ZLexCount struct {
-	backends.Passed
-	Range LexRange
-	Count int64
+	return parseRangeCount[ScoreRange](args, parseScoreRange)
 }
 
 // ParseZLexCount reads ZLEXCOUNT.
 func ParseZLexCount(args [][]byte) (Command, error) {
-	r, err := parseLexRange(args[2], args[3])
+	return parseRangeCount[LexRange](args, parseLexRange)
+}
+
+func parseRangeCount[R any, P zrange[R]](args [][]byte, parse func(min, max []byte) (R, error)) (Command, error) {
+	r, err := parse(args[2], args[3])
 	if err != nil {
 		return nil, err
 	}
-	op := &ZLexCount{Range: r}
+	op := &RangeCount[R, P]{Range: r}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
 
-func (*ZLexCount) Name() string            { return "zlexcount" }
-func (*ZLexCount) Writes() backends.Writes { return backends.ReadOnly }
+func (op *RangeCount[R, P]) Name() string {
+	if _, lex := any(&op.Range).(*LexRange); lex {
+		return "zlexcount"
+	}
+	return "zcount"
+}
 
-func (op *ZLexCount) Run(v backends.View) error {
+func (*RangeCount[R, P]) Writes() backends.Writes { return backends.ReadOnly }
+
+func (op *RangeCount[R, P]) Run(v backends.View) error {
 	op.Count = 0
 	z, err := zsetOf(v, 0)
 	if z == nil || err != nil {
 		return err
 	}
-	op.Count = z.count(op.Range.nodes(z))
+	op.Count = z.count(P(&op.Range).nodes(z))
 	return nil
 }
 
-func (op *ZLexCount) Reply(w Writer) { w.Int(op.Count) }
+func (op *RangeCount[R, P]) Reply(w Writer) { w.Int(op.Count) }
 
 // count is how many nodes there are from first to last, 0 when first is
 // nil.
