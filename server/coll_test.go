@@ -102,6 +102,10 @@ func TestCollectionsCoherent(t *testing.T) {
 	zrange := func(c *redis.Client) string { return fmt.Sprint(c.ZRangeWithScores(ctx, "pg:z", 0, -1).Val()) }
 	lrange := func(c *redis.Client) string { return fmt.Sprint(c.LRange(ctx, "pg:l", 0, -1).Val()) }
 
+	// The keys as a run before this one (-count) left them: gone.
+	if err := ra.Del(ctx, "pg:h", "pg:s", "pg:z", "pg:l").Err(); err != nil {
+		t.Fatal(err)
+	}
 	// Fill b's L1 with the old values first, so that staleness would show.
 	ra.HSet(ctx, "pg:h", "f", "1")
 	ra.SAdd(ctx, "pg:s", "a")

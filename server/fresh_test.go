@@ -19,6 +19,13 @@ func TestFirstStartOnAFreshDatabaseWarnsNothing(t *testing.T) {
 	if err := pg.CreateDatabase(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
+	// Dropped after the instance (cleanups run last first), for the next
+	// run of the test in this process (-count).
+	t.Cleanup(func() {
+		if err := pg.DropDatabase(context.Background(), db); err != nil {
+			t.Error(err)
+		}
+	})
 	core, logs := observer.New(zapcore.WarnLevel)
 	s := pgcachetest.Start(t, New, pgcachetest.Config{Log: zap.New(core), YAML: `
 backends:

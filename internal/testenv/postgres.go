@@ -356,6 +356,12 @@ func (pg *PG) CreateDatabase(ctx context.Context, name string) error {
 	return pg.exec(ctx, pg.Database, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 }
 
+// DropDatabase drops the database name if it exists, closing the
+// connections still open to it.
+func (pg *PG) DropDatabase(ctx context.Context, name string) error {
+	return pg.exec(ctx, pg.Database, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+}
+
 // exec runs one statement on a fresh connection to database.
 func (pg *PG) exec(ctx context.Context, database, sql string) error {
 	conn, err := pgx.Connect(ctx, pg.DSNFor(database))
