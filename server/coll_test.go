@@ -80,10 +80,7 @@ func TestCollectionsCoherent(t *testing.T) {
 	a, b := startPgcache(t, l1Config(pg.DSN())), startPgcache(t, l1Config(pg.DSN()))
 	ctx := context.Background()
 	for _, s := range []*Server{a, b} {
-		eventually(t, "ready", func() bool {
-			status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
-			return status == 200
-		})
+		ready(t, s)
 	}
 	ra, rb := redisClient(t, a), redisClient(t, b)
 	check := func(what string, read func(c *redis.Client) string, want string) {
@@ -144,10 +141,7 @@ func TestTableRowsAsHashes(t *testing.T) {
 	p := pg.Pool(t)
 	testenv.Exec(t, p, `INSERT INTO srv_users VALUES (7, 'ada') ON CONFLICT (id) DO UPDATE SET name = 'ada'`)
 	s := startPgcache(t, l1Config(pg.DSN()))
-	eventually(t, "ready", func() bool {
-		status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
-		return status == 200
-	})
+	ready(t, s)
 	ctx := context.Background()
 	r := redisClient(t, s)
 	if got := r.HGet(ctx, "user:7", "name").Val(); got != "ada" {

@@ -83,10 +83,7 @@ func TestKeySpellingsMakeOneL1Entry(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startPgcache(t, crudConfig(pg.DSN()))
-	eventually(t, "ready", func() bool {
-		status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
-		return status == 200
-	})
+	ready(t, s)
 	rc := redisClient(t, s)
 	crud := "CRUD:" + db + ".public.crud_users:"
 	for _, key := range []string{crud + "42", crud + "[42]", crud + `"42"`, "user:42", "user:[42]", `user:"42"`} {

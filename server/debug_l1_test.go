@@ -107,10 +107,7 @@ routes:
   - {name: users, prefix: "user:", backend: pg, source_table: public.dbg_users, attach: auto, l1: {max_bytes: 16MiB}}
   - {name: memory, prefix: "", backend: mem}
 `, pg.DSN()))
-	eventually(t, "ready", func() bool {
-		status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
-		return status == 200
-	})
+	ready(t, s)
 	rc := redisClient(t, s)
 	bin := "\xff\x00 not UTF-8"
 	for k, v := range map[string]string{"pg:a": "va", "pg:bin": bin, "pg:written": "w1", "m": "memory"} {

@@ -21,15 +21,6 @@ routes:
 `, dsn)
 }
 
-// ready waits until s's L1 tiers are in use.
-func ready(t *testing.T, s *Server) {
-	t.Helper()
-	eventually(t, "ready", func() bool {
-		status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
-		return status == 200
-	})
-}
-
 // events subscribes to pattern through c and returns its messages as
 // "channel payload".
 func events(t *testing.T, c *redis.Client, pattern string) <-chan string {

@@ -35,10 +35,7 @@ routes:
   - {name: kv, prefix: "pg:", backend: pg, table: fresh_kv, l1: {max_bytes: 8MiB}}
   - {name: memory, prefix: "", backend: mem}
 `}).Server
-	eventually(t, "ready", func() bool {
-		status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
-		return status == 200
-	})
+	ready(t, s)
 	rc := redisClient(t, s)
 	if err := rc.Set(context.Background(), "pg:a", "v", 0).Err(); err != nil {
 		t.Fatal(err)

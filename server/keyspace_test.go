@@ -70,10 +70,7 @@ func TestKeyspaceAllRouteKinds(t *testing.T) {
 	cfg := keyspaceConfig(pg.DSN(), vk.Addr())
 	a, b := startPgcache(t, cfg), startPgcache(t, cfg)
 	for _, s := range []*Server{a, b} {
-		eventually(t, "ready", func() bool {
-			status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
-			return status == 200
-		})
+		ready(t, s)
 	}
 	ra, rb := redisClient(t, a), redisClient(t, b)
 	must := func(err error) {

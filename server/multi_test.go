@@ -81,10 +81,7 @@ func TestWatchSeesOutsideWrites(t *testing.T) {
 	ra, rb := redisClient(t, a), redisClient(t, b)
 	ctx := context.Background()
 	for _, s := range []*Server{a, b} {
-		eventually(t, "ready", func() bool {
-			status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
-			return status == 200
-		})
+		ready(t, s)
 	}
 	// watchThen runs WATCH key, write (the outside write, waited for), and
 	// a MULTI/EXEC that sets key: it reports whether EXEC was aborted.

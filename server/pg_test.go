@@ -26,6 +26,15 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// ready waits until s answers /readyz with 200 (its L1 tiers in use).
+func ready(t *testing.T, s *Server) {
+	t.Helper()
+	eventually(t, "ready", func() bool {
+		status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
+		return status == 200
+	})
+}
+
 // l1Config is two routes with a coherent L1 on one database: a kv table and
 // the rows of an existing table, plus the catch-all memory route.
 func l1Config(dsn string) string {
@@ -49,10 +58,7 @@ func TestTwoInstancesCoherent(t *testing.T) {
 	a, b := startPgcache(t, l1Config(pg.DSN())), startPgcache(t, l1Config(pg.DSN()))
 	ctx := context.Background()
 	for _, s := range []*Server{a, b} {
-		eventually(t, "ready", func() bool {
-			status, _ := httpDo(t, "GET", "http://"+s.Addr("admin")+"/readyz", nil)
-			return status == 200
-		})
+		ready(t, s)
 	}
 	ra, rb := redisClient(t, a), redisClient(t, b)
 	get := func(c *redis.Client, k string) string {

@@ -57,9 +57,6 @@ func TestReloadPostgres(t *testing.T) {
 	s := startPgcache(t, reloadPG(6, "1m", false))
 	rc := redisClient(t, s)
 	admin := "http://" + s.Addr("admin")
-	ready := func() {
-		eventually(t, "ready", func() bool { status, _ := httpDo(t, "GET", admin+"/readyz", nil); return status == 200 })
-	}
 	load := func(cfg string) {
 		t.Helper()
 		if status, body := httpDo(t, "POST", admin+"/load", []byte(cfg)); status != 200 {
@@ -80,7 +77,7 @@ func TestReloadPostgres(t *testing.T) {
 		get(k)
 		return infoInt(t, rc, field) == before+1
 	}
-	ready()
+	ready(t, s)
 	if err := rc.Set(ctx, "pg:a", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +113,7 @@ func TestReloadPostgres(t *testing.T) {
 
 	// The driver changes: replaced with its coordinator and metrics.
 	load(reloadPG(5, "2m", true))
-	ready()
+	ready(t, s)
 	if got := get("pg:a"); got != "1" {
 		t.Fatalf("GET pg:a after replacing the driver = %q", got)
 	}
