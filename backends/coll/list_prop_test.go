@@ -108,6 +108,100 @@ func TestListModel(t *testing.T) {
 	}
 }
 
+// TestListLongModel is TestListModel's check through lists long enough
+// for blocks: pushed at random ends to thousands (the directory doubling
+// over and over, the head wrapping around it), changed in the middle,
+// trimmed to a window, popped down to a few (back to one slice) and
+// pushed up again, with the same list as a queue between.
+func TestListLongModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 11))
+	l, model := NewList(), [][]byte(nil)
+	var clone *List
+	var cloned [][]byte
+	step := 0
+	check := func() {
+		t.Helper()
+		step++
+		if step%61 == 0 || l.Len() < 2*listBlock {
+			checkList(t, l, model)
+		}
+	}
+	push := func(k int) {
+		for range k {
+			e := []byte(fmt.Sprint(r.IntN(1000)))
+			if r.IntN(2) == 0 {
+				l.Push(Left, e)
+				model = append([][]byte{e}, model...)
+			} else {
+				l.Push(Right, e)
+				model = append(model, e)
+			}
+			check()
+		}
+	}
+	popTo := func(n int) {
+		for len(model) > n {
+			if r.IntN(2) == 0 {
+				if got := l.Pop(Left); !bytes.Equal(got, model[0]) {
+					t.Fatalf("Pop(Left) = %q, want %q", got, model[0])
+				}
+				model = model[1:]
+			} else {
+				if got := l.Pop(Right); !bytes.Equal(got, model[len(model)-1]) {
+					t.Fatalf("Pop(Right) = %q, want %q", got, model[len(model)-1])
+				}
+				model = model[:len(model)-1]
+			}
+			check()
+		}
+	}
+	for round := range 3 {
+		push(4000)
+		if round == 0 {
+			clone, cloned = l.Clone().(*List), slices.Clone(model)
+		}
+		for range 50 {
+			i, e := r.IntN(len(model)+1), []byte("ins")
+			l.Insert(i, e)
+			model = slices.Insert(model, i, e)
+			j := r.IntN(len(model))
+			l.Set(j, []byte("set"))
+			model[j] = []byte("set")
+			check()
+		}
+		count := int64(r.IntN(61) - 30)
+		var removed int64
+		model, removed = removeModel(model, []byte("ins"), count)
+		if got := l.Remove([]byte("ins"), count); got != removed {
+			t.Fatalf("Remove(ins, %d) = %d, want %d", count, got, removed)
+		}
+		checkList(t, l, model)
+		from, to := len(model)/5, len(model)/5+1500
+		l.Trim(from, to, true)
+		model = model[from : to+1]
+		checkList(t, l, model)
+		// A queue at a steady length: the head goes round the ring.
+		for range 3000 {
+			e := []byte(fmt.Sprint(r.IntN(1000)))
+			l.Push(Left, e)
+			model = append([][]byte{e}, model...)
+			if got := l.Pop(Right); !bytes.Equal(got, model[len(model)-1]) {
+				t.Fatalf("queue Pop = %q, want %q", got, model[len(model)-1])
+			}
+			model = model[:len(model)-1]
+			check()
+		}
+		popTo(3)
+		checkList(t, l, model)
+	}
+	got := l.PopN(nil, Left, 1<<40)
+	if !equalElems(got, model) || l.Len() != 0 {
+		t.Fatalf("PopN of all = %d elements, want %d", len(got), len(model))
+	}
+	checkList(t, l, nil)
+	checkList(t, clone, cloned)
+}
+
 // checkList checks l against the elements it should hold.
 func checkList(t *testing.T, l *List, model [][]byte) {
 	t.Helper()
@@ -127,19 +221,33 @@ func checkList(t *testing.T, l *List, model [][]byte) {
 	if l.Weight() != w {
 		t.Fatalf("Weight %d, want %d", l.Weight(), w)
 	}
-	c := len(l.ring)
+	checkRing(t, l)
+}
+
+// checkRing checks the shape of l's ring against its length: small or in
+// blocks as the list is short or long, neither too small nor more than
+// four times too large, and nothing held in a slot past the end.
+func checkRing(t *testing.T, l *List) {
+	t.Helper()
+	c, n := l.slots(), l.Len()
 	switch {
-	case len(model) == 0 && c != 0:
+	case n == 0 && l.dir != nil:
 		t.Fatalf("empty list keeps a ring of %d", c)
-	case c > listMinCap && len(model) <= c/4:
-		t.Fatalf("ring of %d for %d elements", c, len(model))
-	case c < len(model) || c&(c-1) != 0:
-		t.Fatalf("ring of %d for %d elements", c, len(model))
+	case n == 0:
+		return
+	case c&(c-1) != 0 || c < n:
+		t.Fatalf("ring of %d for %d elements", c, n)
+	case len(l.dir) == 1 && (c > listBlock || (c > listMinCap && n <= c/4)):
+		t.Fatalf("small ring of %d for %d elements", c, n)
+	case len(l.dir) > 1 && (len(l.dir) < 4 || n <= listBlock/4 || (len(l.dir) > 4 && n <= c/4)):
+		t.Fatalf("%d blocks for %d elements", len(l.dir), n)
+	case len(l.dir) > 1 && n > c-listBlock:
+		t.Fatalf("%d elements leave no block free in a ring of %d", n, c)
 	}
 	// Slots outside the list hold nothing, so popped elements are freed.
-	for i := len(model); i < c; i++ {
-		if l.ring[l.slot(i)] != nil {
-			t.Fatalf("slot %d past the end still holds %q", i, l.ring[l.slot(i)])
+	for i := n; i < c; i++ {
+		if s := l.slot(i); l.dir[s>>l.shift] != nil && l.get(s) != nil {
+			t.Fatalf("slot %d past the end still holds %q", i, l.get(s))
 		}
 	}
 }
@@ -187,12 +295,12 @@ func TestListMemoryBounded(t *testing.T) {
 	for l.Len() > 10 {
 		l.Pop(Left)
 	}
-	if c := len(l.ring); c > 64 {
+	if c := l.slots(); c > 64 {
 		t.Errorf("ring of %d slots for %d elements", c, l.Len())
 	}
 	l.PopN(nil, Right, 10)
-	if l.ring != nil {
-		t.Errorf("empty list keeps a ring of %d", len(l.ring))
+	if l.dir != nil {
+		t.Errorf("empty list keeps a ring of %d", l.slots())
 	}
 }
 
