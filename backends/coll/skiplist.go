@@ -3,6 +3,7 @@ package coll
 import (
 	"math/bits"
 	"math/rand/v2"
+	"unsafe"
 )
 
 // The skip list of a sorted set, after William Pugh's, with Redis's
@@ -21,18 +22,33 @@ type zlevel struct {
 	span int // nodes from this one to next (to the end of the list when next is nil)
 }
 
+// znode is a node of the list. Its levels are in the node's own
+// allocation, after it, as Redis's zskiplistNode keeps them: level 0 is
+// lv, the others follow it (lvl), so a walk reads a node's score and the
+// level it goes on from in one cache line, not two. A node of one level
+// is 64 bytes, a size class the allocator aligns to a line.
 type znode struct {
-	member string
 	score  float64
+	member string
 	prev   *znode // nil for the first node
 	pos    int    // index in ZSet.dense
-	level  []zlevel
+	height int32  // levels
+	lv     zlevel // level 0; levels 1 … height-1 follow in the allocation
+}
+
+// lvl is level i of x, 0 <= i < x.height: past lv, in the object newNode
+// allocated, which x's height says holds it.
+func (x *znode) lvl(i int) *zlevel {
+	return (*zlevel)(unsafe.Add(unsafe.Pointer(&x.lv), uintptr(i)*unsafe.Sizeof(zlevel{})))
 }
 
 // skiplist is the list; head is a node of no member whose levels lead to
-// the first node of each level. head.level grows as taller nodes come.
+// the first node of each level, with room for at least level levels: it
+// is allocated as the list first needs it, and again taller as taller
+// nodes come.
 type skiplist struct {
-	head   znode
+	head   *znode
+	level  int // levels in use: the tallest node's
 	tail   *znode
 	length int
 }
@@ -43,39 +59,43 @@ func randomLevel() int {
 	return min(1+bits.TrailingZeros64(rand.Uint64()|1<<62)/2, maxLevel)
 }
 
-// Nodes of the common heights are allocated with their levels in one
-// object; taller ones take a second allocation.
+// A node's levels past the first are in the same object as the node: an
+// object of each of these sizes. Nodes of more than 4 levels are 1 in 256.
 type (
-	znode1 struct {
-		n znode
-		l [1]zlevel
-	}
 	znode2 struct {
-		n znode
-		l [2]zlevel
+		n  znode
+		up [1]zlevel
 	}
 	znode4 struct {
-		n znode
-		l [4]zlevel
+		n  znode
+		up [3]zlevel
+	}
+	znode8 struct {
+		n  znode
+		up [7]zlevel
+	}
+	znodeMax struct {
+		n  znode
+		up [maxLevel - 1]zlevel
 	}
 )
 
 func newNode(level int, member string, score float64) *znode {
+	var x *znode
 	switch {
 	case level == 1:
-		o := &znode1{n: znode{member: member, score: score}}
-		o.n.level = o.l[:]
-		return &o.n
+		x = &znode{}
 	case level == 2:
-		o := &znode2{n: znode{member: member, score: score}}
-		o.n.level = o.l[:]
-		return &o.n
+		x = &(&znode2{}).n
 	case level <= 4:
-		o := &znode4{n: znode{member: member, score: score}}
-		o.n.level = o.l[:level]
-		return &o.n
+		x = &(&znode4{}).n
+	case level <= 8:
+		x = &(&znode8{}).n
+	default:
+		x = &(&znodeMax{}).n
 	}
-	return &znode{member: member, score: score, level: make([]zlevel, level)}
+	x.member, x.score, x.height = member, score, int32(level)
+	return x
 }
 
 // before reports whether node x sorts before (score, member).
@@ -83,51 +103,77 @@ func (x *znode) before(score float64, member string) bool {
 	return x.score < score || (x.score == score && x.member < member)
 }
 
+// raise makes the list's level h, giving it a taller head when its head
+// has too few levels; the head's new levels lead to the end.
+func (sl *skiplist) raise(h int) {
+	if sl.head == nil || int(sl.head.height) < h {
+		head := newNode(headHeight(h), "", 0)
+		for i := range sl.level {
+			*head.lvl(i) = *sl.head.lvl(i)
+		}
+		sl.head = head
+	}
+	for ; sl.level < h; sl.level++ {
+		*sl.head.lvl(sl.level) = zlevel{span: sl.length}
+	}
+}
+
+// headHeight is the height of a head for h levels: newNode's next size.
+func headHeight(h int) int {
+	for _, c := range [...]int{1, 2, 4, 8} {
+		if h <= c {
+			return c
+		}
+	}
+	return maxLevel
+}
+
 // next is the node after x, nil at the end.
-func (x *znode) next() *znode { return x.level[0].next }
+func (x *znode) next() *znode { return x.lv.next }
 
 func (sl *skiplist) first() *znode {
-	if len(sl.head.level) == 0 {
+	if sl.level == 0 {
 		return nil
 	}
-	return sl.head.level[0].next
+	return sl.head.lv.next
 }
 
 // insert links x, whose member is not in the list, at its place.
 func (sl *skiplist) insert(x *znode) {
 	var update [maxLevel]*znode
 	var rank [maxLevel]int
-	n := &sl.head
-	for i := len(sl.head.level) - 1; i >= 0; i-- {
-		if i < len(sl.head.level)-1 {
+	h := int(x.height)
+	if h > sl.level {
+		sl.raise(h)
+	}
+	n := sl.head
+	for i := sl.level - 1; i >= 0; i-- {
+		if i < sl.level-1 {
 			rank[i] = rank[i+1]
 		}
-		for n.level[i].next != nil && n.level[i].next.before(x.score, x.member) {
-			rank[i] += n.level[i].span
-			n = n.level[i].next
+		for l := n.lvl(i); l.next != nil && l.next.before(x.score, x.member); l = n.lvl(i) {
+			rank[i] += l.span
+			n = l.next
 		}
 		update[i] = n
 	}
-	for lvl := len(sl.head.level); lvl < len(x.level); lvl++ {
-		sl.head.level = append(sl.head.level, zlevel{span: sl.length})
-		update[lvl], rank[lvl] = &sl.head, 0
-	}
-	for i := range x.level {
-		x.level[i].next = update[i].level[i].next
-		update[i].level[i].next = x
+	for i := range h {
+		xl, ul := x.lvl(i), update[i].lvl(i)
+		xl.next = ul.next
+		ul.next = x
 		// The span of update[i] is split in two by x.
-		x.level[i].span = update[i].level[i].span - (rank[0] - rank[i])
-		update[i].level[i].span = rank[0] - rank[i] + 1
+		xl.span = ul.span - (rank[0] - rank[i])
+		ul.span = rank[0] - rank[i] + 1
 	}
-	for i := len(x.level); i < len(sl.head.level); i++ {
-		update[i].level[i].span++
+	for i := h; i < sl.level; i++ {
+		update[i].lvl(i).span++
 	}
-	if update[0] != &sl.head {
+	if update[0] != sl.head {
 		x.prev = update[0]
 	} else {
 		x.prev = nil
 	}
-	if nx := x.level[0].next; nx != nil {
+	if nx := x.lv.next; nx != nil {
 		nx.prev = x
 	} else {
 		sl.tail = x
@@ -137,10 +183,10 @@ func (sl *skiplist) insert(x *znode) {
 
 // find fills update with the last node before x at each level.
 func (sl *skiplist) find(x *znode, update *[maxLevel]*znode) {
-	n := &sl.head
-	for i := len(sl.head.level) - 1; i >= 0; i-- {
-		for n.level[i].next != nil && n.level[i].next.before(x.score, x.member) {
-			n = n.level[i].next
+	n := sl.head
+	for i := sl.level - 1; i >= 0; i-- {
+		for l := n.lvl(i); l.next != nil && l.next.before(x.score, x.member); l = n.lvl(i) {
+			n = l.next
 		}
 		update[i] = n
 	}
@@ -148,26 +194,27 @@ func (sl *skiplist) find(x *znode, update *[maxLevel]*znode) {
 
 // unlink removes x, given the last node before it at each level.
 func (sl *skiplist) unlink(x *znode, update *[maxLevel]*znode) {
-	for i := range sl.head.level {
-		if update[i].level[i].next == x {
-			update[i].level[i].span += x.level[i].span - 1
-			update[i].level[i].next = x.level[i].next
+	for i := range sl.level {
+		if ul := update[i].lvl(i); ul.next == x {
+			xl := x.lvl(i)
+			ul.span += xl.span - 1
+			ul.next = xl.next
 		} else {
-			update[i].level[i].span--
+			ul.span--
 		}
 	}
-	if nx := x.level[0].next; nx != nil {
+	if nx := x.lv.next; nx != nil {
 		nx.prev = x.prev
 	} else {
 		sl.tail = x.prev
 	}
-	for len(sl.head.level) > 0 && sl.head.level[len(sl.head.level)-1].next == nil {
-		sl.head.level = sl.head.level[:len(sl.head.level)-1]
+	for sl.level > 0 && sl.head.lvl(sl.level-1).next == nil {
+		sl.level--
 	}
 	sl.length--
 	x.prev = nil
-	for i := range x.level {
-		x.level[i] = zlevel{}
+	for i := range int(x.height) {
+		*x.lvl(i) = zlevel{}
 	}
 }
 
@@ -195,11 +242,11 @@ func (sl *skiplist) rescore(x *znode, s float64) {
 // rank is the 1-based rank of node x, which is in the list.
 func (sl *skiplist) rank(x *znode) int {
 	r := 0
-	n := &sl.head
-	for i := len(sl.head.level) - 1; i >= 0; i-- {
-		for n.level[i].next != nil && (n.level[i].next == x || n.level[i].next.before(x.score, x.member)) {
-			r += n.level[i].span
-			n = n.level[i].next
+	n := sl.head
+	for i := sl.level - 1; i >= 0; i-- {
+		for l := n.lvl(i); l.next != nil && (l.next == x || l.next.before(x.score, x.member)); l = n.lvl(i) {
+			r += l.span
+			n = l.next
 		}
 		if n == x {
 			return r
@@ -214,11 +261,11 @@ func (sl *skiplist) byRank(r int) *znode {
 		return nil
 	}
 	walked := 0
-	n := &sl.head
-	for i := len(sl.head.level) - 1; i >= 0; i-- {
-		for n.level[i].next != nil && walked+n.level[i].span <= r {
-			walked += n.level[i].span
-			n = n.level[i].next
+	n := sl.head
+	for i := sl.level - 1; i >= 0; i-- {
+		for l := n.lvl(i); l.next != nil && walked+l.span <= r; l = n.lvl(i) {
+			walked += l.span
+			n = l.next
 		}
 		if walked == r {
 			return n
@@ -230,19 +277,19 @@ func (sl *skiplist) byRank(r int) *znode {
 // atRank returns the node of 1-based rank r (nil past the end) and fills
 // update with the last node before it at each level.
 func (sl *skiplist) atRank(r int, update *[maxLevel]*znode) *znode {
+	if sl.level == 0 {
+		return nil
+	}
 	walked := 0
-	n := &sl.head
-	for i := len(sl.head.level) - 1; i >= 0; i-- {
-		for n.level[i].next != nil && walked+n.level[i].span < r {
-			walked += n.level[i].span
-			n = n.level[i].next
+	n := sl.head
+	for i := sl.level - 1; i >= 0; i-- {
+		for l := n.lvl(i); l.next != nil && walked+l.span < r; l = n.lvl(i) {
+			walked += l.span
+			n = l.next
 		}
 		update[i] = n
 	}
-	if len(sl.head.level) == 0 {
-		return nil
-	}
-	return n.level[0].next
+	return n.lv.next
 }
 
 // firstWhere returns the first node for which below is false, where below
@@ -250,31 +297,34 @@ func (sl *skiplist) atRank(r int, update *[maxLevel]*znode) *znode {
 // true of every node); update, when not nil, gets the last node before it
 // at each level.
 func (sl *skiplist) firstWhere(below func(*znode) bool, update *[maxLevel]*znode) *znode {
-	n := &sl.head
-	for i := len(sl.head.level) - 1; i >= 0; i-- {
-		for n.level[i].next != nil && below(n.level[i].next) {
-			n = n.level[i].next
+	if sl.level == 0 {
+		return nil
+	}
+	n := sl.head
+	for i := sl.level - 1; i >= 0; i-- {
+		for l := n.lvl(i); l.next != nil && below(l.next); l = n.lvl(i) {
+			n = l.next
 		}
 		if update != nil {
 			update[i] = n
 		}
 	}
-	if len(sl.head.level) == 0 {
-		return nil
-	}
-	return n.level[0].next
+	return n.lv.next
 }
 
 // lastWhere returns the last node for which within is true, where within
 // is true of a prefix of the list (nil when it is true of none).
 func (sl *skiplist) lastWhere(within func(*znode) bool) *znode {
-	n := &sl.head
-	for i := len(sl.head.level) - 1; i >= 0; i-- {
-		for n.level[i].next != nil && within(n.level[i].next) {
-			n = n.level[i].next
+	if sl.level == 0 {
+		return nil
+	}
+	n := sl.head
+	for i := sl.level - 1; i >= 0; i-- {
+		for l := n.lvl(i); l.next != nil && within(l.next); l = n.lvl(i) {
+			n = l.next
 		}
 	}
-	if n == &sl.head {
+	if n == sl.head {
 		return nil
 	}
 	return n
@@ -284,28 +334,31 @@ func (sl *skiplist) lastWhere(within func(*znode) bool) *znode {
 // Clone and the commands that store a computed set use.
 type appender struct {
 	sl   *skiplist
-	last [maxLevel]*znode
-	rank [maxLevel]int // rank of last[i]
+	last [maxLevel]*znode // nil: the head
+	rank [maxLevel]int    // rank of last[i]
 }
 
-func newAppender(sl *skiplist) *appender {
-	a := &appender{sl: sl}
-	for i := range a.last {
-		a.last[i] = &sl.head
+func newAppender(sl *skiplist) *appender { return &appender{sl: sl} }
+
+// at is the level i of the last node added at that level, or of the head.
+func (a *appender) at(i int) *zlevel {
+	if a.last[i] == nil {
+		return a.sl.head.lvl(i)
 	}
-	return a
+	return a.last[i].lvl(i)
 }
 
 // add links x after every node added before; x sorts after them all.
 func (a *appender) add(x *znode) {
 	sl := a.sl
 	r := sl.length + 1
-	for len(sl.head.level) < len(x.level) {
-		sl.head.level = append(sl.head.level, zlevel{})
+	if int(x.height) > sl.level {
+		sl.raise(int(x.height))
 	}
-	for i := range x.level {
-		a.last[i].level[i].next = x
-		a.last[i].level[i].span = r - a.rank[i]
+	for i := range int(x.height) {
+		l := a.at(i)
+		l.next = x
+		l.span = r - a.rank[i]
 		a.last[i], a.rank[i] = x, r
 	}
 	if sl.tail != nil {
@@ -318,8 +371,9 @@ func (a *appender) add(x *znode) {
 // done sets the spans of the links that lead past the last node.
 func (a *appender) done() {
 	sl := a.sl
-	for i := range sl.head.level {
-		a.last[i].level[i].next = nil
-		a.last[i].level[i].span = sl.length - a.rank[i]
+	for i := range sl.level {
+		l := a.at(i)
+		l.next = nil
+		l.span = sl.length - a.rank[i]
 	}
 }

@@ -50,7 +50,7 @@ func (z *ZSet) Clone() backends.Value {
 		weight: z.weight, maxLen: z.maxLen, maxElem: z.maxElem}
 	a := newAppender(&c.sl)
 	for x := z.sl.first(); x != nil; x = x.next() {
-		y := newNode(len(x.level), x.member, x.score)
+		y := newNode(int(x.height), x.member, x.score)
 		y.pos = x.pos
 		c.dense[y.pos] = y
 		c.nodes[y.member] = y

@@ -3,6 +3,7 @@ package coll
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -32,7 +33,7 @@ func (z *ZSet) check(t *testing.T, model map[string]float64) {
 	if z.Weight() != weight {
 		t.Fatalf("weight %d, want %d", z.Weight(), weight)
 	}
-	rank := map[*znode]int{&z.sl.head: 0}
+	rank := map[*znode]int{z.sl.head: 0}
 	var prev *znode
 	i := 0
 	for x := z.sl.first(); x != nil; x = x.next() {
@@ -52,22 +53,25 @@ func (z *ZSet) check(t *testing.T, model map[string]float64) {
 	if i != len(want) || z.sl.tail != prev {
 		t.Fatalf("walked %d nodes, want %d; tail ok: %v", i, len(want), z.sl.tail == prev)
 	}
-	for lvl := range z.sl.head.level {
-		for x := &z.sl.head; ; x = x.level[lvl].next {
-			next := x.level[lvl].next
+	for lvl := range z.sl.level {
+		for x := z.sl.head; ; x = x.lvl(lvl).next {
+			if lvl >= int(x.height) {
+				t.Fatalf("level %d links a node of %d levels", lvl, x.height)
+			}
+			next := x.lvl(lvl).next
 			want := z.sl.length - rank[x]
 			if next != nil {
 				want = rank[next] - rank[x]
 			}
-			if x.level[lvl].span != want {
-				t.Fatalf("level %d: span from rank %d is %d, want %d", lvl, rank[x], x.level[lvl].span, want)
+			if x.lvl(lvl).span != want {
+				t.Fatalf("level %d: span from rank %d is %d, want %d", lvl, rank[x], x.lvl(lvl).span, want)
 			}
 			if next == nil {
 				break
 			}
 		}
 	}
-	if n := len(z.sl.head.level); n > 0 && z.sl.head.level[n-1].next == nil {
+	if n := z.sl.level; n > 0 && z.sl.head.lvl(n-1).next == nil {
 		t.Fatalf("top level %d is empty", n)
 	}
 	for j, e := range want {
@@ -170,6 +174,41 @@ func TestZSetModel(t *testing.T) {
 		}
 		z.check(t, model)
 	}
+}
+
+// TestZSetEveryHeight links nodes of every height, 1 to maxLevel, in a
+// random order (the head allocated again taller as they come), rescores
+// and removes them, and clones the set on the way: every object size
+// newNode has, and levels reached past the node's first.
+func TestZSetEveryHeight(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 9))
+	z, model := NewZSet(), map[string]float64{}
+	for _, h := range r.Perm(3 * maxLevel) {
+		h = h%maxLevel + 1
+		m, s := fmt.Sprint("m", len(model)), float64(r.IntN(50))
+		x := newNode(h, m, s)
+		x.pos = len(z.dense)
+		z.dense = append(z.dense, x)
+		z.nodes[m] = x
+		z.weight += int64(len(m)) + zsetEntryCost
+		z.sl.insert(x)
+		model[m] = s
+		z.check(t, model)
+	}
+	c := z.Clone().(*ZSet)
+	cmodel := maps.Clone(model)
+	for m := range model {
+		if r.IntN(2) == 0 {
+			s := float64(r.IntN(50))
+			z.rescore(z.nodes[m], s)
+			model[m] = s
+		} else {
+			z.Del(m)
+			delete(model, m)
+		}
+		z.check(t, model)
+	}
+	c.check(t, cmodel)
 }
 
 func TestZSetLexModel(t *testing.T) {
