@@ -205,3 +205,39 @@ type Outside struct {
 	// (PostgreSQL's clock for a fence); zero otherwise.
 	At time.Time
 }
+
+// Sequencer is a Backend that runs a pipelined run of Ops on one key in
+// one call, as Do would run each alone, in order, with no other client's
+// write of the key between them; errs[i] gets ops[i]'s error. The error it
+// returns is the call's (the store failed): every op's. The RESP front
+// sends a client's pipelined commands on one key this way, so a run of
+// sixteen LPUSHes takes the key's lock, looks it up and is measured once.
+type Sequencer interface {
+	DoSeq(ctx context.Context, key string, ops []Op, errs []error) error
+}
+
+// Seq is a run of Ops on one key as one Op, for a Sequencer whose Do can
+// run it: Run runs each in turn on the View, keeping each one's error
+// (and Run may be called again, as any Op's, each op starting over).
+type Seq struct {
+	Ops  []Op
+	Errs []error
+}
+
+func (s *Seq) Name() string { return "seq" }
+
+func (s *Seq) Writes() Writes {
+	for _, op := range s.Ops {
+		if op.Writes() != ReadOnly {
+			return WritesAll
+		}
+	}
+	return ReadOnly
+}
+
+func (s *Seq) Run(v View) error {
+	for i, op := range s.Ops {
+		s.Errs[i] = op.Run(v)
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -86,6 +87,10 @@ func BenchmarkDispatch(b *testing.B) {
 		{"SADD", encode("SADD", "bench:s", "m"), ":0\r\n"},
 		{"ZADD", encode("ZADD", "bench:z", "1", "m"), ":0\r\n"},
 		{"LPUSH-RPOP", encode("LPUSH", "bench:l", val) + encode("RPOP", "bench:l"), ":101\r\n$64\r\n" + val + "\r\n"},
+		{"RPOP-missing", encode("RPOP", "bench:none"), "$-1\r\n"},
+		// Sixteen pushes pipelined, then sixteen pops: two runs on one key.
+		{"LPUSH-RPOP-P16", strings.Repeat(encode("LPUSH", "bench:l", val), 16) + strings.Repeat(encode("RPOP", "bench:l"), 16),
+			pushReplies(101, 16) + strings.Repeat("$64\r\n"+val+"\r\n", 16)},
 		{"LRANGE_100", encode("LRANGE", "bench:l", "0", "99"), "*100\r\n" + strings.Repeat("$64\r\n"+val+"\r\n", 100)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -122,6 +127,15 @@ func BenchmarkDispatch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// pushReplies are the replies of n pushes onto a list of from-1 elements.
+func pushReplies(from, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, ":%d\r\n", from+i)
+	}
+	return b.String()
 }
 
 // benchColls makes BenchmarkDispatch's collections: a hash, a set and a

@@ -25,8 +25,11 @@ func collSpecs() []spec {
 		if c.Write {
 			specs[i].kind = kindWrite
 		}
-		if c.Movable {
+		switch {
+		case c.Movable:
 			specs[i].movable = collKeys(c.Parse)
+		case specs[i].keys == oneKey:
+			specs[i].coll = c.Parse
 		}
 	}
 	return specs

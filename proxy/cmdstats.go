@@ -165,19 +165,30 @@ func (c *conn) call(cmd *command, args [][]byte) {
 
 // groupDone counts what a grouped run's end found: its errors (one per
 // failed command: counted against the run's command, GET for a run of GETs
-// and MGETs) and, when timed, its time, shared by its commands.
+// and MGETs, each command's own in a run on a collection) and, when timed,
+// its time, shared by its commands.
 func (c *conn) groupDone(g *group, errs int, start time.Time, timed bool) {
 	cmd := getCmd
 	if g.op == groupSet {
 		cmd = setCmd
 	}
-	if n := c.errs - errs; n > 0 {
+	if n := c.errs - errs; n > 0 && g.op != groupColl { // runColls counts each command's
 		c.statsOf(cmd).failed.Add(int64(n))
 	}
 	if !timed {
 		return
 	}
 	d := int64(time.Since(start))
+	if g.op == groupColl {
+		per := d / int64(len(g.cmds))
+		for _, cmd := range g.cmds {
+			st := c.statsOf(cmd)
+			st.nanos.Add(per)
+			st.timed.Add(1)
+			st.timedOnce()
+		}
+		return
+	}
 	if g.op == groupSet {
 		st := c.statsOf(setCmd)
 		st.nanos.Add(d)

@@ -34,6 +34,9 @@ type spec struct {
 	noScript bool
 	// inPubSub lets a RESP2 client that subscribed run the command.
 	inPubSub bool
+	// coll parses a command on collections of one key, whose pipelined
+	// requests run together (group.go).
+	coll coll.Parser
 }
 
 // command is a spec ready to dispatch.
@@ -49,9 +52,10 @@ type command struct {
 	noAuth   bool                // runs before AUTH
 	noQueue  bool                // runs inside MULTI
 	movable  func(args [][]byte) ([][]byte, string)
-	noScript bool // refused from scripts
-	inPubSub bool // runs in a RESP2 client's Pub/Sub mode
-	num      int  // its INFO commandstats in each Server's cmdStats: see cmdstats.go
+	noScript bool        // refused from scripts
+	inPubSub bool        // runs in a RESP2 client's Pub/Sub mode
+	coll     coll.Parser // a command on collections of one key (spec.coll)
+	num      int         // its INFO commandstats in each Server's cmdStats: see cmdstats.go
 }
 
 // commands is the dispatch table: lowercase name -> command. Adding a
@@ -240,7 +244,7 @@ func register(m map[string]*command, parent string, s spec) *command {
 	}
 	cmd := &command{name: s.name, fn: s.fn, kind: s.kind, arity: s.arity, keys: s.keys, noAuth: s.noAuth,
 		noQueue: s.noQueue, movable: s.movable, noScript: s.noScript || s.noQueue, inPubSub: s.inPubSub,
-		num: commandCount}
+		coll: s.coll, num: commandCount}
 	commandCount++
 	if parent != "" {
 		cmd.name = parent + "|" + s.name

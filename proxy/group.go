@@ -1,17 +1,22 @@
 package proxy
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/route"
 )
 
-// Pipelined runs of reads (GET, and MGET whose keys share a route), or of
-// plain SETs, on one route are served by one backend call: a client that
-// pipelines sixteen GETs to a Valkey or PostgreSQL route waits for one MGET
-// round trip, not sixteen in a row, and an L1 in front of the route looks
-// up the run's keys at once and reads all its misses in one query. Replies
+// Pipelined runs of reads (GET, and MGET whose keys share a route), of
+// plain SETs on one route, or of commands on the collection of one key
+// (LPUSH, SADD, HGET... but the blocking ones) are served by one backend
+// call: a client that pipelines sixteen GETs to a Valkey or PostgreSQL
+// route waits for one MGET round trip, not sixteen in a row, and an L1 in
+// front of the route looks up the run's keys at once and reads all its
+// misses in one query; sixteen LPUSHes to a queue take its lock and look
+// it up once (backends.Sequencer). Replies
 // are still written one per command, in order, each as the command alone
 // would have answered it, and nothing else is reordered: a run ends at the
 // first command that is not part of it, which runs after the run's replies
@@ -32,6 +37,7 @@ const (
 	groupNone groupOp = iota
 	groupGet          // GET key, MGET key [key …]
 	groupSet          // SET key value, without options
+	groupColl         // a command on the collection of one key, all on the same key
 )
 
 // group is the run being collected. Keys and values point into the read
@@ -45,6 +51,13 @@ type group struct {
 	reads []int
 	pairs []backends.KV // groupSet
 	vals  [][]byte      // groupGet's answer
+	// groupColl: the requests' arguments, the parsed commands, as Ops,
+	// and what each answered.
+	argv  [][]byte
+	colls []coll.Command
+	cmds  []*command
+	ops   []backends.Op
+	errs  []error
 }
 
 // getCmd, mgetCmd and setCmd are the commands that group, set by init.
@@ -62,6 +75,8 @@ func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 		return groupGet, args[1:]
 	case cmd == setCmd && len(args) == 3:
 		return groupSet, args[1:2]
+	case cmd != nil && cmd.coll != nil && cmd.arityOK(len(args)):
+		return groupColl, args[1:2]
 	}
 	return groupNone, nil
 }
@@ -73,7 +88,8 @@ func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 func (c *conn) join(cmd *command, args [][]byte) bool {
 	op, keys := groupable(cmd, args)
 	if op == groupNone || c.mustAuth() || c.multi != nil || c.mute != 0 || c.subs.any() ||
-		op == groupSet && c.s.notify.Load() != 0 { // SET's own handler sends its event
+		op != groupGet && c.s.notify.Load() != 0 || // a write's own handler sends its events
+		op == groupColl && c.track != nil { // tracking's read hook is call's
 		c.endGroup()
 		return false
 	}
@@ -83,8 +99,12 @@ func (c *conn) join(cmd *command, args [][]byte) bool {
 		return false
 	}
 	g := &c.group
-	if len(g.keys) > 0 && (g.op != op || g.r != r || len(g.keys)+len(keys) > maxGroup) {
+	if len(g.keys) > 0 && (g.op != op || g.r != r || len(g.keys)+len(keys) > maxGroup ||
+		op == groupColl && g.keys[0] != k) {
 		c.endGroup()
+	}
+	if op == groupColl {
+		return c.joinColl(cmd, args, r, k)
 	}
 	base := len(g.keys)
 	g.keys = append(g.keys, k)
@@ -123,8 +143,11 @@ func (c *conn) endGroup() {
 	errs := c.errs
 	var start time.Time
 	first := getCmd
-	if g.op == groupSet {
+	switch g.op {
+	case groupSet:
 		first = setCmd
+	case groupColl:
+		first = g.cmds[0]
 	}
 	timed := c.sample() || !c.statsOf(first).timedYet.Load() // a command's first run is timed
 	if timed {
@@ -138,6 +161,8 @@ func (c *conn) endGroup() {
 		c.setOne(g.r, g.pairs[0])
 	case g.op == groupGet:
 		c.getMany(g)
+	case g.op == groupColl:
+		c.runColls(g)
 	default:
 		c.setMany(g)
 	}
@@ -150,7 +175,13 @@ func (c *conn) endGroup() {
 	clear(g.keys)
 	clear(g.pairs)
 	clear(g.vals)
+	clear(g.argv)
+	clear(g.colls)
+	clear(g.cmds)
+	clear(g.ops)
+	clear(g.errs)
 	g.keys, g.reads, g.pairs, g.vals = g.keys[:0], g.reads[:0], g.pairs[:0], g.vals[:0]
+	g.argv, g.colls, g.cmds, g.ops, g.errs = g.argv[:0], g.colls[:0], g.cmds[:0], g.ops[:0], g.errs[:0]
 	g.op, g.r = groupNone, nil
 }
 
@@ -225,4 +256,50 @@ func (c *conn) setOne(r *route.Route, p backends.KV) {
 		return
 	}
 	c.writeOK()
+}
+
+// joinColl adds a command on the collection at key k of route r to the
+// run, which holds commands on k alone. A request its parser refuses, or
+// a blocking command, runs on its own.
+func (c *conn) joinColl(cmd *command, args [][]byte, r *route.Route, k string) bool {
+	// The reader reuses args for the next request; the bytes they point to
+	// stay until the batch is over. An array that grows leaves the Ops
+	// already parsed their old one.
+	g := &c.group
+	at := len(g.argv)
+	g.argv = append(g.argv, args...)
+	args = g.argv[at:len(g.argv):len(g.argv)]
+	op, err := cmd.coll(args)
+	if _, blocks := op.(coll.Blocker); err != nil || blocks {
+		c.endGroup()
+		return false
+	}
+	op.Request().RESP = c.proto
+	g.op, g.r = groupColl, r
+	g.keys = append(g.keys, k)
+	g.colls = append(g.colls, op)
+	g.cmds = append(g.cmds, cmd)
+	g.ops = append(g.ops, op)
+	g.errs = append(g.errs, nil)
+	c.countCall(cmd)
+	return true
+}
+
+// runColls runs a run of commands on one collection and answers each,
+// its error counted against its own command.
+func (c *conn) runColls(g *group) {
+	var err error
+	if len(g.ops) == 1 {
+		g.errs[0] = g.r.Backend.Do(c.ctx, g.keys[:1], g.ops[0])
+	} else {
+		err = g.r.Backend.(backends.Sequencer).DoSeq(c.ctx, g.keys[0], g.ops, g.errs)
+	}
+	for i, op := range g.colls {
+		if err := cmp.Or(err, g.errs[i]); err != nil {
+			c.statsOf(g.cmds[i]).failed.Add(1)
+			c.backendErr(g.r, err)
+			continue
+		}
+		c.writeOp(op)
+	}
 }

@@ -17,6 +17,19 @@ import (
 type callCounter struct {
 	backends.Backend
 	get, mget, set, mset atomic.Int64
+	do, seq, seqOps      atomic.Int64
+}
+
+func (b *callCounter) Do(ctx context.Context, keys []string, op backends.Op) error {
+	b.do.Add(1)
+	return b.Backend.Do(ctx, keys, op)
+}
+
+func (b *callCounter) DoSeq(ctx context.Context, key string, ops []backends.Op, errs []error) error {
+	b.seq.Add(1)
+	b.seqOps.Add(int64(len(ops)))
+	sq, _ := backends.As[backends.Sequencer](b.Backend)
+	return sq.DoSeq(ctx, key, ops, errs)
 }
 
 // Unwrap lets the tracker find the store's Notifier behind the counter.
@@ -107,6 +120,76 @@ func TestPipelinedRunsGrouped(t *testing.T) {
 	}
 	if s, m := mem.set.Load(), mem.mset.Load(); m != 2 || s != 1 {
 		t.Errorf("memory route: %d MSet and %d Set calls, want 2 MSets (a b; b b) and 1 Set (XX)", m, s)
+	}
+}
+
+// Pipelined commands on the collection of one key are one backend call
+// (DoSeq), answered one by one as each alone: an error fails its own
+// command only, a command on another key or of another kind ends the run,
+// and a blocking command, or one its parser refuses, runs alone.
+func TestPipelinedCollectionRunsGrouped(t *testing.T) {
+	ts, n := startCounted(t)
+	c := dial(t, ts.addr)
+	steps := []step{
+		{[]string{"RPUSH", "q", "a"}, ":1\r\n"}, // a run of six on q
+		{[]string{"RPUSH", "q", "b"}, ":2\r\n"},
+		{[]string{"LPOP", "q"}, "$1\r\na\r\n"},
+		{[]string{"LLEN", "q"}, ":1\r\n"},
+		{[]string{"LSET", "q", "5", "x"}, "-ERR index out of range\r\n"},
+		{[]string{"RPUSH", "q", "c"}, ":2\r\n"},
+		{[]string{"SADD", "s", "m"}, ":1\r\n"}, // another key: a run of two
+		{[]string{"SADD", "s", "m"}, ":0\r\n"},
+		{[]string{"LRANGE", "q", "0", "-1"}, "*2\r\n$1\r\nb\r\n$1\r\nc\r\n"}, // alone
+		{[]string{"SET", "str", "v"}, "+OK\r\n"},
+		{[]string{"LPUSH", "str", "x"}, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
+		{[]string{"HSET", "h", "f", "v"}, ":1\r\n"}, // a run of three
+		{[]string{"HINCRBY", "h", "f", "1"}, "-ERR hash value is not an integer\r\n"},
+		{[]string{"HGET", "h", "f"}, "$1\r\nv\r\n"},
+		{[]string{"BLPOP", "q", "0"}, "*2\r\n$1\r\nq\r\n$1\r\nb\r\n"}, // blocking: alone
+		{[]string{"ZADD", "z", "NX", "XX", "1", "m"}, "-ERR XX and NX options at the same time are not compatible\r\n"},
+		{[]string{"ZADD", "z", "1", "m"}, ":1\r\n"}, // a run of two
+		{[]string{"ZSCORE", "z", "m"}, "$1\r\n1\r\n"},
+		{[]string{"LPUSH", "q"}, "-ERR wrong number of arguments for 'lpush' command\r\n"},
+		{[]string{"LRANGE", "q", "0", "-1"}, "*1\r\n$1\r\nc\r\n"},
+	}
+	pipeline(t, c, steps)
+	mem := n["memory"]
+	if s, ops := mem.seq.Load(), mem.seqOps.Load(); s != 4 || ops != 6+2+3+2 {
+		t.Errorf("%d DoSeq calls of %d commands, want 4 of 13", s, ops)
+	}
+	// LRANGE, LPUSH str, BLPOP, LRANGE alone (the refused ZADD and LPUSH
+	// reach no backend).
+	if d := mem.do.Load(); d != 4 {
+		t.Errorf("%d Do calls, want 4", d)
+	}
+	info := c.do("INFO", "commandstats")
+	for _, want := range []string{"cmdstat_rpush:calls=3,", "cmdstat_lset:calls=1,", "rejected_calls=0,failed_calls=1",
+		"cmdstat_hincrby:calls=1,", "cmdstat_sadd:calls=2,"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO commandstats lacks %q:\n%s", want, info)
+		}
+	}
+}
+
+// WATCH sees a pipelined run on a collection as the writes it holds: a run
+// of reads leaves a transaction alone, a run with a write fails it.
+func TestWatchPipelinedCollectionRun(t *testing.T) {
+	ts := startServer(t, Config{})
+	c, w := dial(t, ts.addr), dial(t, ts.addr)
+	c.do("RPUSH", "wq", "a")
+	w.do("WATCH", "wq")
+	pipeline(t, c, []step{{[]string{"LLEN", "wq"}, ":1\r\n"}, {[]string{"LINDEX", "wq", "0"}, "$1\r\na\r\n"}})
+	w.do("MULTI")
+	w.do("LLEN", "wq")
+	if got := w.do("EXEC"); got != "*1\r\n:1\r\n" {
+		t.Errorf("EXEC after a run of reads = %q, want it run", got)
+	}
+	w.do("WATCH", "wq")
+	pipeline(t, c, []step{{[]string{"LLEN", "wq"}, ":1\r\n"}, {[]string{"RPUSH", "wq", "b"}, ":2\r\n"}})
+	w.do("MULTI")
+	w.do("LLEN", "wq")
+	if got := w.do("EXEC"); got != "*-1\r\n" {
+		t.Errorf("EXEC after a run with a write = %q, want nil", got)
 	}
 }
 

@@ -29,6 +29,32 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceOverAStoreThatRunsOneOpAtATime: over a store that is no
+// backends.Sequencer (PostgreSQL, Valkey), the wrapper's DoSeq runs a
+// pipelined run one Do at a time, answering as Do does.
+func TestConformanceOverAStoreThatRunsOneOpAtATime(t *testing.T) {
+	d := memory.NewDriver("mem", 64<<20)
+	t.Cleanup(func() { d.Close() })
+	backendtest.Run(t, func(t *testing.T) backends.Backend {
+		b, err := d.Open(context.Background(), backends.RouteSpec{Name: t.Name()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab, err := NewTable([]*Route{{Name: t.Name(), Backend: oneAtATime{b}, BackendName: "mem", MaxValueBytes: 1 << 20}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tab.Close() })
+		return tab.ByName(t.Name()).Backend
+	})
+}
+
+// oneAtATime hides its store's DoSeq from a type assertion; backends.As
+// still finds the store's other capabilities.
+type oneAtATime struct{ backends.Backend }
+
+func (o oneAtATime) Unwrap() backends.Backend { return o.Backend }
+
 // TestAtomicConformance runs atomic runs through the wrapper (over the
 // memory store, which keeps a failed run's changes in place).
 func TestAtomicConformance(t *testing.T) {

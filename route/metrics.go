@@ -137,8 +137,11 @@ type opMetrics struct {
 	latency    prometheus.Observer
 }
 
-func (o *opMetrics) observe(start time.Duration, err error) {
-	o.latency.Observe((mono() - start).Seconds())
+func (o *opMetrics) observe(start time.Duration, err error) { o.took(mono()-start, err) }
+
+// took counts an operation that took d.
+func (o *opMetrics) took(d time.Duration, err error) {
+	o.latency.Observe(d.Seconds())
 	// A value that is not a number is the client's mistake, not a
 	// backend failure.
 	if err != nil && !backends.ClientCaused(err) {

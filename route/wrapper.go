@@ -1,6 +1,7 @@
 package route
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -165,6 +166,46 @@ func (in *instrumented) Do(ctx context.Context, keys []string, op backends.Op) (
 	return err
 }
 
+// DoSeq runs a pipelined run of commands on one key (backends.Sequencer):
+// each op is limited and counted as Do does it, with an equal share of the
+// run's time; the key is watched and reported once. A store that cannot
+// run them in one call runs them one Do at a time.
+func (in *instrumented) DoSeq(ctx context.Context, key string, ops []backends.Op, errs []error) error {
+	writes := false
+	for _, op := range ops {
+		if op.Writes() != backends.ReadOnly {
+			if in.limit.op(op) != nil { // rare: let Do answer each
+				for i, op := range ops {
+					errs[i] = in.Do(ctx, []string{key}, op)
+				}
+				return nil
+			}
+			writes = true
+		}
+	}
+	keys := []string{key}
+	if writes && in.watch.beginAll(keys) {
+		defer func() { in.watch.endAll(keys, unchangedByAll(ops)) }()
+	}
+	start := mono()
+	var err error
+	if sq, ok := in.b.(backends.Sequencer); ok {
+		err = sq.DoSeq(ctx, key, ops, errs)
+	} else {
+		for i, op := range ops {
+			errs[i] = in.b.Do(ctx, keys, op)
+		}
+	}
+	d := (mono() - start) / time.Duration(len(ops))
+	for i, op := range ops {
+		in.of(op.Name()).took(d, cmp.Or(err, errs[i]))
+	}
+	if writes {
+		in.wrote(ctx, key)
+	}
+	return err
+}
+
 // Copy is RENAME's and COPY's: the backend's Copier, or ErrUnsupported.
 // dst, and src when moved, are seen by WATCH and reported as any write
 // (tracking, blocked clients: a list renamed into place feeds a BLPOP).
@@ -196,6 +237,17 @@ func unchangedIf(none bool) uint64 {
 		return ^uint64(0)
 	}
 	return 0
+}
+
+// unchangedByAll is the mask of endAll for the one key of a run of ops:
+// unchanged when each op that writes left it so.
+func unchangedByAll(ops []backends.Op) uint64 {
+	for _, op := range ops {
+		if op.Writes() != backends.ReadOnly && unchangedBy(op, 1)&1 == 0 {
+			return 0
+		}
+	}
+	return ^uint64(0)
 }
 
 // unchangedBy is the mask of endAll for the first n keys of op, once it
@@ -260,7 +312,8 @@ func (in *instrumented) Unwrap() backends.Backend { return in.b }
 func (in *instrumented) Close() error { return nil }
 
 var (
-	_ backends.Backend = (*instrumented)(nil)
-	_ backends.Atomic  = (*instrumented)(nil)
-	_ backends.Copier  = (*instrumented)(nil)
+	_ backends.Backend   = (*instrumented)(nil)
+	_ backends.Atomic    = (*instrumented)(nil)
+	_ backends.Copier    = (*instrumented)(nil)
+	_ backends.Sequencer = (*instrumented)(nil)
 )

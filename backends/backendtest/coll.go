@@ -47,6 +47,7 @@ func runCollections(t *testing.T, open func(t *testing.T) backends.Backend, o *o
 		{"TTL", testCollTTL},
 		{"Expiry", testCollExpiry},
 		{"Copy", testCollCopy},
+		{"Seq", testCollSeq},
 		{"Scan", testCollScan},
 		{"Concurrent", testCollConcurrent},
 		{"ConcurrentMoves", testCollConcurrentMoves},

@@ -126,6 +126,12 @@ func (s *Store) Do(ctx context.Context, keys []string, op backends.Op) error {
 	return s.holding(keys, func() error { return s.doMany(keys, op) })
 }
 
+// DoSeq runs ops on key as one Do (backends.Sequencer): one lock, one
+// lookup, each op on the value the one before left.
+func (s *Store) DoSeq(ctx context.Context, key string, ops []backends.Op, errs []error) error {
+	return s.Do(ctx, []string{key}, &backends.Seq{Ops: ops, Errs: errs})
+}
+
 // updateColl runs an Update of a key that holds a collection, inside
 // Update's compute: an expiry change (EXPIRE, PERSIST) applies to any key;
 // every other Update reads a string and fails with ErrWrongType.

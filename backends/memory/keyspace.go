@@ -177,4 +177,5 @@ var (
 	_ backends.Copier      = (*Store)(nil)
 	_ backends.ExpireTimer = (*Store)(nil)
 	_ backends.RandomKeyer = (*Store)(nil)
+	_ backends.Sequencer   = (*Store)(nil)
 )
