@@ -19,7 +19,8 @@ import (
 // (coll.Commands).
 func collSpecs() []spec {
 	specs := make([]spec, len(coll.Commands))
-	for i, c := range coll.Commands {
+	for i := range coll.Commands {
+		c := &coll.Commands[i]
 		specs[i] = spec{name: c.Name, fn: collCmd(c.Parse), kind: kindRead, arity: c.Arity,
 			keys: keySpec{c.First, c.Last, c.Step}}
 		if c.Write {
@@ -28,8 +29,8 @@ func collSpecs() []spec {
 		switch {
 		case c.Movable:
 			specs[i].movable = collKeys(c.Parse)
-		case specs[i].keys == oneKey:
-			specs[i].coll = c.Parse
+		case specs[i].keys == oneKey && c.Small != nil:
+			specs[i].coll = c
 		}
 	}
 	return specs

@@ -34,9 +34,9 @@ type spec struct {
 	noScript bool
 	// inPubSub lets a RESP2 client that subscribed run the command.
 	inPubSub bool
-	// coll parses a command on collections of one key, whose pipelined
-	// requests run together (group.go).
-	coll coll.Parser
+	// coll is a command on the collection of one key whose pipelined
+	// requests may run together (group.go).
+	coll *coll.Spec
 }
 
 // command is a spec ready to dispatch.
@@ -54,7 +54,7 @@ type command struct {
 	movable  func(args [][]byte) ([][]byte, string)
 	noScript bool        // refused from scripts
 	inPubSub bool        // runs in a RESP2 client's Pub/Sub mode
-	coll     coll.Parser // a command on collections of one key (spec.coll)
+	coll     *coll.Spec  // a command on the collection of one key (spec.coll)
 	num      int         // its INFO commandstats in each Server's cmdStats: see cmdstats.go
 }
 

@@ -11,7 +11,8 @@ import (
 
 // Pipelined runs of reads (GET, and MGET whose keys share a route), of
 // plain SETs on one route, or of commands on the collection of one key
-// (LPUSH, SADD, HGET... but the blocking ones) are served by one backend
+// whose replies the requests bound (LPUSH, SADD, HGET, LPOP without a
+// count..., not LRANGE or a blocking command) are served by one backend
 // call: a client that pipelines sixteen GETs to a Valkey or PostgreSQL
 // route waits for one MGET round trip, not sixteen in a row, and an L1 in
 // front of the route looks up the run's keys at once and reads all its
@@ -75,7 +76,7 @@ func groupable(cmd *command, args [][]byte) (groupOp, [][]byte) {
 		return groupGet, args[1:]
 	case cmd == setCmd && len(args) == 3:
 		return groupSet, args[1:2]
-	case cmd != nil && cmd.coll != nil && cmd.arityOK(len(args)):
+	case cmd != nil && cmd.coll != nil && cmd.arityOK(len(args)) && cmd.coll.Small(args):
 		return groupColl, args[1:2]
 	}
 	return groupNone, nil
@@ -269,7 +270,7 @@ func (c *conn) joinColl(cmd *command, args [][]byte, r *route.Route, k string) b
 	at := len(g.argv)
 	g.argv = append(g.argv, args...)
 	args = g.argv[at:len(g.argv):len(g.argv)]
-	op, err := cmd.coll(args)
+	op, err := cmd.coll.Parse(args)
 	if _, blocks := op.(coll.Blocker); err != nil || blocks {
 		c.endGroup()
 		return false
