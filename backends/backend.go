@@ -103,6 +103,10 @@ type SetOptions struct {
 	TTL  TTL
 	// Get asks for the old value in SetResult (SET … GET).
 	Get bool
+	// AskCreated asks for SetResult.Created. A store may have to do more
+	// to say (PostgreSQL returns a row it does not otherwise), so the RESP
+	// front asks only while notify-keyspace-events has n.
+	AskCreated bool
 }
 
 // SetResult says what a Set did.
@@ -112,6 +116,10 @@ type SetResult struct {
 	// Old and OldFound carry the previous value when SetOptions.Get was set.
 	Old      []byte
 	OldFound bool
+	// Created says, when SetOptions.AskCreated was set, that the write made
+	// a key that did not exist (or had expired): Redis's "new" keyspace
+	// event. A store that cannot say (Valkey) leaves it false.
+	Created bool
 }
 
 // ExpireCond is the NX/XX/GT/LT condition of EXPIRE (Redis 7).
@@ -125,8 +133,14 @@ const (
 	ExpireIfLess               // LT: only when the new expiry is sooner (no expiry counts as infinite)
 )
 
-// KV is one key and value of an MSet.
+// KV is one key and value of an MSet, and what MSet says of it.
 type KV struct {
 	Key string
 	Val []byte
+	// AskCreated asks for Created, as SetOptions.AskCreated does.
+	AskCreated bool
+	// Created says, when AskCreated was set, that the pair made a key that
+	// did not exist, as SetResult.Created does; of a key named twice, only
+	// the first pair can have made it.
+	Created bool
 }

@@ -155,9 +155,11 @@ type Passed struct {
 
 	// emptied has bit i set when the last Do deleted keys[i] because the
 	// command left it empty, as Redis deletes a collection it empties (and
-	// sends "del"): set by the stores that know (MarkEmptied), not by one
-	// that passes the request on.
-	emptied uint64
+	// sends "del"); created, when it made keys[i], which did not exist (or
+	// had expired), as Redis adds a key (and sends "new"). Set by the
+	// stores that know (MarkEmptied, MarkCreated), not by one that passes
+	// the request on.
+	emptied, created uint64
 }
 
 // Request returns the request the Op came from (see Passable).
@@ -167,9 +169,12 @@ func (p *Passed) Request() *Passed { return p }
 // left it empty.
 func (p *Passed) Emptied(i int) bool { return i < 64 && p.emptied&(1<<i) != 0 }
 
+// Created reports whether the last Do made keys[i], which did not exist.
+func (p *Passed) Created(i int) bool { return i < 64 && p.created&(1<<i) != 0 }
+
 // MarkEmptied says that op's Do deleted keys[i] because the command left it
 // empty (for keyspace events); a store calls it as it deletes the key, and
-// ClearEmptied when a Do starts. An Op made otherwise than from a request
+// ClearMarks when a Do starts. An Op made otherwise than from a request
 // has nothing to mark.
 func MarkEmptied(op Op, i int) {
 	if p, ok := op.(Passable); ok && i < 64 {
@@ -177,11 +182,21 @@ func MarkEmptied(op Op, i int) {
 	}
 }
 
-// ClearEmptied forgets what an earlier Do (or an earlier run of this one,
+// MarkCreated says that op's Do made keys[i], which did not exist (for
+// keyspace events), as MarkEmptied says it emptied one: a store calls it as
+// it writes a value where it found none. A key the command makes and
+// leaves empty (SREM of a key that does not exist) was not made.
+func MarkCreated(op Op, i int) {
+	if p, ok := op.(Passable); ok && i < 64 {
+		p.Request().created |= 1 << i
+	}
+}
+
+// ClearMarks forgets what an earlier Do (or an earlier run of this one,
 // which a store may retry) marked.
-func ClearEmptied(op Op) {
+func ClearMarks(op Op) {
 	if p, ok := op.(Passable); ok {
-		p.Request().emptied = 0
+		p.Request().emptied, p.Request().created = 0, 0
 	}
 }
 

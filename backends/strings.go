@@ -20,21 +20,23 @@ var keepTTL = TTL{Mode: TTLKeep}
 
 // Append appends Suffix to the value (APPEND): an absent key is created.
 // Length is the value's length after. Max bounds it (Redis's
-// proto-max-bulk-len); 0 is no bound.
+// proto-max-bulk-len); 0 is no bound. Created as IncrBy's.
 type Append struct {
-	Suffix []byte
-	Max    int64
-	Length int64
+	Suffix  []byte
+	Max     int64
+	Length  int64
+	Created bool
 }
 
 func (*Append) Op() string { return "append" }
 
 func (u *Append) Apply(cur Current) (Change, error) {
+	u.Created = false
 	n := int64(len(cur.Val)) + int64(len(u.Suffix))
 	if u.Max > 0 && n > u.Max {
 		return Change{}, refusedTooLong
 	}
-	u.Length = n
+	u.Length, u.Created = n, !cur.Found()
 	v := make([]byte, 0, n)
 	v = append(append(v, cur.Val...), u.Suffix...)
 	return Change{Kind: Put, Val: v, TTL: keepTTL}, nil
@@ -42,17 +44,19 @@ func (u *Append) Apply(cur Current) (Change, error) {
 
 // SetRange overwrites the value from Offset with Val, padding with zero
 // bytes (SETRANGE); Length is the value's length after. An empty Val
-// changes nothing and creates no key. Max as Append's.
+// changes nothing and creates no key. Max and Created as Append's.
 type SetRange struct {
-	Offset int64
-	Val    []byte
-	Max    int64
-	Length int64
+	Offset  int64
+	Val     []byte
+	Max     int64
+	Length  int64
+	Created bool
 }
 
 func (*SetRange) Op() string { return "setrange" }
 
 func (u *SetRange) Apply(cur Current) (Change, error) {
+	u.Created = false
 	if len(u.Val) == 0 {
 		u.Length = int64(len(cur.Val))
 		return Change{}, nil
@@ -65,21 +69,24 @@ func (u *SetRange) Apply(cur Current) (Change, error) {
 	v := make([]byte, n)
 	copy(v, cur.Val)
 	copy(v[u.Offset:], u.Val)
-	u.Length = n
+	u.Length, u.Created = n, !cur.Found()
 	return Change{Kind: Put, Val: v, TTL: keepTTL}, nil
 }
 
 // IncrByFloat adds Delta to the number stored at the key (INCRBYFLOAT),
 // keeping its expiry; an absent key counts as 0. Result is the new value
 // as stored: the shortest decimal that reads back as the same float64.
+// Created as IncrBy's.
 type IncrByFloat struct {
-	Delta  float64
-	Result []byte
+	Delta   float64
+	Result  []byte
+	Created bool
 }
 
 func (*IncrByFloat) Op() string { return "incrbyfloat" }
 
 func (u *IncrByFloat) Apply(cur Current) (Change, error) {
+	u.Created = false
 	n, err := numberAt(cur, ParseFloat, refusedNotFloat)
 	if err != nil {
 		return Change{}, err
@@ -88,7 +95,7 @@ func (u *IncrByFloat) Apply(cur Current) (Change, error) {
 	if math.IsNaN(n) || math.IsInf(n, 0) {
 		return Change{}, refusedNaN
 	}
-	u.Result = strconv.AppendFloat(nil, n, 'f', -1, 64)
+	u.Result, u.Created = strconv.AppendFloat(nil, n, 'f', -1, 64), !cur.Found()
 	return Change{Kind: Put, Val: u.Result, TTL: keepTTL}, nil
 }
 
@@ -118,17 +125,19 @@ func ParseFloat(b []byte) (float64, bool) {
 
 // SetBit sets the bit at Offset (bit 0 the most significant of byte 0) to
 // Bit (SETBIT), growing the value with zero bytes; Old is the bit's value
-// before. Max as Append's.
+// before. Max and Created as Append's.
 type SetBit struct {
-	Offset int64
-	Bit    byte
-	Max    int64
-	Old    byte
+	Offset  int64
+	Bit     byte
+	Max     int64
+	Old     byte
+	Created bool
 }
 
 func (*SetBit) Op() string { return "setbit" }
 
 func (u *SetBit) Apply(cur Current) (Change, error) {
+	u.Created = false
 	i := u.Offset >> 3
 	if u.Max > 0 && i+1 > u.Max {
 		return Change{}, refusedTooLong
@@ -146,5 +155,6 @@ func (u *SetBit) Apply(cur Current) (Change, error) {
 	} else {
 		v[i] &^= mask
 	}
+	u.Created = !cur.Found()
 	return Change{Kind: Put, Val: v, TTL: keepTTL}, nil
 }

@@ -20,6 +20,12 @@ import (
 // Apply may run more than once for one Update (a store that retries after
 // a conflicting write), so it keeps its results in fields that each run
 // overwrites, and never changes cur.Val, which it borrows.
+//
+// An update that may make its key (INCRBY, APPEND, SETRANGE, SETBIT,
+// INCRBYFLOAT) says so in its Created field, for Redis's "new" keyspace
+// event: Apply sets it when it puts a value where cur found none, so every
+// store that runs Apply says it as it read the key; a native way of running
+// the update says it too (PostgreSQL's IncrBy) or leaves it false (Valkey's).
 type Update interface {
 	// Op names the update in metrics ("incrby", "append"): a short constant.
 	Op() string
@@ -99,13 +105,15 @@ func (u *GetEx) Apply(cur Current) (Change, error) {
 // IncrBy adds Delta to the decimal integer at the key (an absent key counts
 // as 0), keeping its expiry. It fails with ErrNotInteger or ErrOverflow.
 type IncrBy struct {
-	Delta  int64
-	Result int64
+	Delta   int64
+	Result  int64
+	Created bool
 }
 
 func (*IncrBy) Op() string { return "incrby" }
 
 func (u *IncrBy) Apply(cur Current) (Change, error) {
+	u.Created = false
 	n, err := numberAt(cur, ParseInt, ErrNotInteger)
 	if err != nil {
 		return Change{}, err
@@ -113,7 +121,7 @@ func (u *IncrBy) Apply(cur Current) (Change, error) {
 	if (u.Delta > 0 && n > maxInt64-u.Delta) || (u.Delta < 0 && n < minInt64-u.Delta) {
 		return Change{}, ErrOverflow
 	}
-	u.Result = n + u.Delta
+	u.Result, u.Created = n+u.Delta, !cur.Found()
 	return Change{Kind: Put, Val: strconv.AppendInt(nil, u.Result, 10), TTL: TTL{Mode: TTLKeep}}, nil
 }
 
@@ -240,7 +248,9 @@ type (
 		GetEx(ctx context.Context, key string, ttl TTL) ([]byte, bool, error)
 	}
 	NativeIncrBy interface {
-		IncrBy(ctx context.Context, key string, delta int64) (int64, error)
+		// IncrBy returns the new value, and whether the increment made the
+		// key (IncrBy.Created; false when the store cannot say).
+		IncrBy(ctx context.Context, key string, delta int64) (n int64, created bool, err error)
 	}
 	NativeExpire interface {
 		Expire(ctx context.Context, key string, ttl TTL, cond ExpireCond) (bool, error)
@@ -263,7 +273,7 @@ func RunUpdate(ctx context.Context, b any, key string, u Update, generic func(co
 		}
 	case *IncrBy:
 		if n, ok := b.(NativeIncrBy); ok {
-			nu.Result, err = n.IncrBy(ctx, key, nu.Delta)
+			nu.Result, nu.Created, err = n.IncrBy(ctx, key, nu.Delta)
 			return err
 		}
 	case *Expire:

@@ -100,17 +100,20 @@ func (c *conn) viewOf(r *route.Route) *route.Route {
 // lifetimes in one call (backends.ExpiryReader: PostgreSQL, an L1 tier),
 // runs on those values (snapshot.ReadOnly), taking no locks and fencing
 // nothing: valkey-go's cached read is MULTI, PTTL, GET, EXEC.
-func (c *conn) atomically(r *route.Route, keys []string, readOnly bool, body func()) {
+//
+// It reports whether the run committed, its replies those of body's last
+// run; false when it answered an error of the run's instead.
+func (c *conn) atomically(r *route.Route, keys []string, readOnly bool, body func()) bool {
 	if r == nil || c.held != nil {
 		body()
-		return
+		return true
 	}
 	er, snap := backends.As[backends.ExpiryReader](r.Backend)
 	snap = snap && readOnly
 	a, ok := backends.As[backends.Atomic](r.Backend)
 	if !ok && !snap {
 		c.writeError(errNoAtomic(r))
-		return
+		return false
 	}
 	run := &c.running
 	if run.fn == nil {
@@ -134,10 +137,12 @@ func (c *conn) atomically(r *route.Route, keys []string, readOnly bool, body fun
 		c.out = c.out[:mark]
 		if errors.Is(err, backends.ErrUnsupported) {
 			c.writeError(errNoAtomic(r))
-			return
+			return false
 		}
 		c.backendErr(r, err)
+		return false
 	}
+	return true
 }
 
 // runAtomic is what an atomic run runs with its tx: c.running's body, with

@@ -48,7 +48,9 @@ func cmdRenameNX(c *conn, args [][]byte) { rename(c, args, true) }
 
 // rename is RENAME and RENAMENX as Redis 7's renameGenericCommand answers
 // them: a missing source is an error, a key renamed to itself is left as
-// it is (RENAMENX answers 0), and the key keeps its deadline.
+// it is (RENAMENX answers 0), and the key keeps its deadline. The new name
+// is a key made, as Redis adds it (dbAdd, after deleting what it replaced):
+// it gets "new" whether or not it existed.
 func rename(c *conn, args [][]byte, nx bool) {
 	r, src, dst, cp := c.keyPair(args)
 	if r == nil {
@@ -70,6 +72,7 @@ func rename(c *conn, args [][]byte, nx bool) {
 		return
 	}
 	res, err := cp.Copy(c.ctx, src, dst, backends.CopyOptions{Replace: !nx, Move: true})
+	c.newKey(err == nil && res == backends.Copied, args[2])
 	switch {
 	case err != nil:
 		c.copyErr(r, args, err)
@@ -87,7 +90,7 @@ func rename(c *conn, args [][]byte, nx bool) {
 // COPY source destination [DB destination-db] [REPLACE]
 //
 // There is one database: DB 0 is the only one there is (as on a Redis
-// with `databases 1`).
+// with `databases 1`). The copy is a key made, as RENAME's new name is.
 func cmdCopy(c *conn, args [][]byte) {
 	r, src, dst, cp := c.keyPair(args)
 	if r == nil {
@@ -122,6 +125,7 @@ func cmdCopy(c *conn, args [][]byte) {
 		return
 	}
 	res, err := cp.Copy(c.ctx, src, dst, backends.CopyOptions{Replace: replace})
+	c.newKey(err == nil && res == backends.Copied, args[2])
 	switch {
 	case err != nil:
 		c.copyErr(r, args, err)

@@ -80,8 +80,10 @@ func (c *conn) set(key, val []byte, opts backends.SetOptions, asInt bool) {
 	if r == nil {
 		return
 	}
+	opts.AskCreated = c.wantsNew()
 	res, err := r.Backend.Set(c.ctx, k, val, opts)
 	if err == nil && res.Stored {
+		c.newKey(res.Created, key)
 		c.keyEvent(notifyString, "set", key)
 		if opts.TTL.Mode == backends.TTLRelative || opts.TTL.Mode == backends.TTLAt {
 			c.keyEvent(notifyGeneric, "expire", key)
@@ -185,8 +187,13 @@ func cmdMSet(c *conn, args [][]byte) {
 		c.writeError(errArity("mset"))
 		return
 	}
-	if c.mset(args[1:]) {
+	var made []bool // by pair, when asked
+	if c.wantsNew() {
+		made = make([]bool, len(args)/2)
+	}
+	if c.mset(args[1:], made) {
 		for i := 1; i < len(args); i += 2 {
+			c.newKey(made != nil && made[i/2], args[i])
 			c.keyEvent(notifyString, "set", args[i])
 		}
 		c.writeOK()
@@ -227,13 +234,14 @@ func (c *conn) incr(key []byte, delta int64) {
 	if r == nil {
 		return
 	}
-	n, err := backends.DoIncrBy(c.ctx, r.Backend, k, delta)
-	if err != nil {
+	u := backends.IncrBy{Delta: delta}
+	if err := r.Backend.Update(c.ctx, k, &u); err != nil {
 		c.backendErr(r, err)
 		return
 	}
+	c.newKey(u.Created, key)
 	c.keyEvent(notifyString, "incrby", key)
-	c.writeInt(n)
+	c.writeInt(u.Result)
 }
 
 // maxValue bounds a value an update builds on route r: the route's
@@ -263,6 +271,7 @@ func cmdAppend(c *conn, args [][]byte) {
 	}
 	u := &backends.Append{Suffix: args[2], Max: c.maxValue(r)}
 	if c.update(r, k, u) {
+		c.newKey(u.Created, args[1])
 		c.keyEvent(notifyString, "append", args[1])
 		c.writeInt(u.Length)
 	}
@@ -285,6 +294,7 @@ func cmdSetRange(c *conn, args [][]byte) {
 	}
 	u := &backends.SetRange{Offset: off, Val: args[3], Max: c.maxValue(r)}
 	if c.update(r, k, u) {
+		c.newKey(u.Created, args[1])
 		c.writeInt(u.Length)
 	}
 }
@@ -302,6 +312,7 @@ func cmdIncrByFloat(c *conn, args [][]byte) {
 	}
 	u := &backends.IncrByFloat{Delta: d}
 	if c.update(r, k, u) {
+		c.newKey(u.Created, args[1])
 		c.writeBulk(u.Result)
 	}
 }
@@ -373,7 +384,8 @@ func substr(v []byte, start, end int64) []byte {
 // MSETNX key value [key value ...]
 //
 // All or nothing, as one atomic run of the keys' route: keys on two routes
-// are refused before anything is written.
+// are refused before anything is written. Every key it stores it made:
+// none existed.
 func cmdMSetNX(c *conn, args [][]byte) {
 	if len(args)%2 == 0 {
 		c.writeError(errArity("msetnx"))
@@ -384,7 +396,9 @@ func cmdMSetNX(c *conn, args [][]byte) {
 		c.writeError(bad)
 		return
 	}
-	c.atomically(r, keys, false, func() {
+	stored := false
+	committed := c.atomically(r, keys, false, func() {
+		stored = false
 		tx := c.viewOf(r)
 		n, err := tx.Backend.Exists(c.ctx, keys)
 		if err != nil {
@@ -403,8 +417,14 @@ func cmdMSetNX(c *conn, args [][]byte) {
 			c.backendErr(r, err)
 			return
 		}
+		stored = true
 		c.writeInt(1)
 	})
+	if committed && stored {
+		for i := 1; i < len(args); i += 2 {
+			c.newKey(true, args[i])
+		}
+	}
 }
 
 const (
@@ -440,6 +460,7 @@ func cmdSetBit(c *conn, args [][]byte) {
 	}
 	u := &backends.SetBit{Offset: off, Bit: byte(bit), Max: c.maxValue(r)}
 	if c.update(r, k, u) {
+		c.newKey(u.Created, args[1])
 		c.writeInt(int64(u.Old))
 	}
 }

@@ -12,7 +12,9 @@ import (
 // Keyspace notifications (notify-keyspace-events): a write through this
 // process's RESP front publishes, to this process's subscribers (a Redis
 // node's are its own), __keyspace@0__:<key> <event> and
-// __keyevent@0__:<event> <key> for the classes the flags enable. Expired
+// __keyevent@0__:<event> <key> for the classes the flags enable. A key a
+// write made gets "new" (class n) first, when its store says so (a
+// string write's result, the marks of a command on collections). Expired
 // and evicted keys come from the changes feed: the memory store's reports,
 // and a PostgreSQL kv route's sweeps (every instance's, behind an L1).
 
@@ -37,14 +39,15 @@ const (
 		notifyZSet | notifyExpired | notifyEvicted | notifyStream | notifyModule // A
 )
 
-// notifyLetters are the class letters, in the order Redis writes them.
+// notifyLetters are the class letters, in the order Redis writes them. n
+// (a key made) is one, though A does not include it.
 var notifyLetters = []struct {
 	letter byte
 	flag   uint32
 }{
 	{'g', notifyGeneric}, {'$', notifyString}, {'l', notifyList}, {'s', notifySet},
 	{'h', notifyHash}, {'z', notifyZSet}, {'x', notifyExpired}, {'e', notifyEvicted},
-	{'t', notifyStream}, {'d', notifyModule},
+	{'t', notifyStream}, {'d', notifyModule}, {'n', notifyNew},
 }
 
 // parseNotifyFlags reads notify-keyspace-events; ok is false for a letter
@@ -60,8 +63,6 @@ func parseNotifyFlags(s string) (flags uint32, ok bool) {
 			flags |= notifyKeyevent
 		case 'm':
 			flags |= notifyKeyMiss
-		case 'n':
-			flags |= notifyNew
 		default:
 			found := false
 			for _, l := range notifyLetters {
@@ -78,7 +79,10 @@ func parseNotifyFlags(s string) (flags uint32, ok bool) {
 }
 
 // formatNotifyFlags writes flags as CONFIG GET answers them: the classes
-// (A for all of them), then K, E, m, n.
+// (A for all of them), then K, E, m. As Redis 7.0's
+// keyspaceEventsFlagsToString does, A stands for the classes it includes
+// and n is written only without it: "AKEn" reads back as "AKE", though n
+// stays set.
 func formatNotifyFlags(flags uint32) string {
 	var b strings.Builder
 	if flags&notifyAll == notifyAll {
@@ -93,7 +97,7 @@ func formatNotifyFlags(flags uint32) string {
 	for _, l := range []struct {
 		letter byte
 		flag   uint32
-	}{{'K', notifyKeyspace}, {'E', notifyKeyevent}, {'m', notifyKeyMiss}, {'n', notifyNew}} {
+	}{{'K', notifyKeyspace}, {'E', notifyKeyevent}, {'m', notifyKeyMiss}} {
 		if flags&l.flag != 0 {
 			b.WriteByte(l.letter)
 		}
@@ -151,6 +155,22 @@ func (s *Server) keyEvent(class uint32, event, key string) {
 func (c *conn) keyEvent(class uint32, event string, key []byte) {
 	if c.s.notify.Load() != 0 {
 		c.s.keyEvent(class, event, string(key))
+	}
+}
+
+// wantsNew reports whether the flags publish "new" events: only then does
+// a write ask its store whether it made its key (backends.SetOptions
+// .AskCreated, KV.AskCreated), which may cost the store more.
+func (c *conn) wantsNew() bool {
+	flags := c.s.notify.Load()
+	return flags&notifyNew != 0 && flags&(notifyKeyspace|notifyKeyevent) != 0
+}
+
+// newKey publishes the "new" event of a key a write made (Redis's dbAdd),
+// which goes before the write's own event.
+func (c *conn) newKey(created bool, key []byte) {
+	if created {
+		c.keyEvent(notifyNew, "new", key)
 	}
 }
 

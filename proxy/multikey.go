@@ -142,31 +142,44 @@ func (c *conn) mget(keys [][]byte) ([][]byte, bool) {
 }
 
 // mset stores key value pairs, or answers an error and returns false.
-func (c *conn) mset(kv [][]byte) bool {
+// With made (one entry per pair), it asks the stores which pairs made
+// their key (backends.KV.AskCreated) and says so there.
+func (c *conn) mset(kv [][]byte, made []bool) bool {
 	defer c.clearScratch()
 	single, ok := c.resolve(kv, 2)
 	if !ok {
 		return false
 	}
+	ask := made != nil
 	if single != nil {
 		c.pairs = c.pairs[:0]
 		for i, k := range c.keys {
-			c.pairs = append(c.pairs, backends.KV{Key: k, Val: kv[2*i+1]})
+			c.pairs = append(c.pairs, backends.KV{Key: k, Val: kv[2*i+1], AskCreated: ask})
 		}
 		if err := single.Backend.MSet(c.ctx, c.pairs); err != nil {
 			c.backendErr(single, err)
 			return false
+		}
+		if ask {
+			for i, p := range c.pairs {
+				made[i] = p.Created
+			}
 		}
 		return true
 	}
 	for r := c.nextRoute(); r != nil; r = c.nextRoute() {
 		c.pairs = c.pairs[:0]
 		for n, j := range c.where {
-			c.pairs = append(c.pairs, backends.KV{Key: c.sub[n], Val: kv[2*j+1]})
+			c.pairs = append(c.pairs, backends.KV{Key: c.sub[n], Val: kv[2*j+1], AskCreated: ask})
 		}
 		if err := r.Backend.MSet(c.ctx, c.pairs); err != nil {
 			c.backendErr(r, err)
 			return false
+		}
+		if ask {
+			for n, j := range c.where {
+				made[j] = c.pairs[n].Created
+			}
 		}
 	}
 	return true

@@ -181,7 +181,7 @@ var settings = []setting{
 		set: &setter{
 			check: func(v string) string {
 				if _, ok := parseNotifyFlags(v); !ok {
-					return "Invalid event class character. Use 'Ag$lshzxeKEtmd'."
+					return "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
 				}
 				return ""
 			},

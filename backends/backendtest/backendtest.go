@@ -34,6 +34,7 @@ import (
 func Run(t *testing.T, open func(t *testing.T) backends.Backend, opts ...Option) {
 	o := newOptions(opts)
 	run(t, open)
+	t.Run("Created", func(t *testing.T) { testCreated(t, open(t), o) })
 	t.Run("Keyspace", func(t *testing.T) { runKeyspace(t, open) })
 	t.Run("Collections", func(t *testing.T) { runCollections(t, open, o) })
 	t.Run("Generic", func(t *testing.T) {
@@ -53,9 +54,10 @@ type options struct {
 	passes           bool
 }
 
-// PassesCommands says that the store passes commands on collections to a
-// server that has them (Valkey), which does not say which keys a command
-// emptied (backends.MarkEmptied): the store marks none.
+// PassesCommands says that the store passes commands to a server that has
+// them (Valkey), which does not say which keys a command emptied or made
+// (backends.MarkEmptied, MarkCreated; SetResult.Created…): the store says
+// none, except of the updates it runs itself (APPEND, through Apply).
 func PassesCommands() Option { return func(o *options) { o.passes = true } }
 
 // EncodingFromSize says that OBJECT ENCODING of a collection reports its

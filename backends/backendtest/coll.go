@@ -52,6 +52,7 @@ func runCollections(t *testing.T, open func(t *testing.T) backends.Backend, o *o
 		{"Concurrent", testCollConcurrent},
 		{"ConcurrentMoves", testCollConcurrentMoves},
 		{"Emptied", func(t *testing.T, b backends.Backend) { testCollEmptied(t, b, o) }},
+		{"Created", func(t *testing.T, b backends.Backend) { testCollCreated(t, b, o) }},
 		{"Flush", testCollFlush}, // last: it empties the store
 	})
 }

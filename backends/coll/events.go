@@ -5,11 +5,15 @@ import "github.com/pgcache/pgcache/backends"
 // Keyspace events (notify-keyspace-events): what a command's last Run did
 // to its keys, named as Redis 7.0 names it (t_hash.c, t_set.c, t_zset.c,
 // t_list.c notifyKeyspaceEvent calls). A command that changed nothing
-// sends none. A key the command emptied, which its store then deleted,
-// gets a "del" after the command's own events, as Redis sends it; a store
-// that passes the command on (Valkey) does not say which it emptied. (On
-// PostgreSQL a removal from a key whose deadline had passed but whose row
-// was still there says "del" where Redis says "expired".)
+// sends none. A key the command made, which did not exist, gets a "new"
+// before the command's first event about it, as Redis's dbAdd sends it
+// while the command runs; a key the command emptied, which its store then
+// deleted, gets a "del" after the command's own events, as Redis sends it.
+// Both come from what the store marked (backends.MarkCreated,
+// MarkEmptied): a store that passes the command on (Valkey) says neither.
+// (On PostgreSQL a command's write to a key whose deadline had passed but
+// whose row was still there says no "new", and a removal from one says
+// "del", where Redis says "expired" and then "new", or "expired".)
 
 // Event classes, as notify-keyspace-events names them.
 const (
@@ -18,6 +22,7 @@ const (
 	ClassHash    = 'h'
 	ClassZSet    = 'z'
 	ClassGeneric = 'g'
+	ClassNew     = 'n'
 )
 
 // classOf is the class of the events of a type of collection.
@@ -34,22 +39,37 @@ type Event struct {
 }
 
 // Events calls yield for each event op's last Do caused: the command's
-// own, then a "del" for each key it emptied (a *STORE command's
+// own, each key it made announced by a "new" before the first of them
+// about it, then a "del" for each key it emptied (a *STORE command's
 // destination, when its result was empty, among them).
 func Events(op backends.Op, yield func(Event)) {
-	var told uint64 // the keys whose del the command's own events sent
+	p, ok := op.(backends.Passable)
+	if !ok {
+		commandEvents(op, yield)
+		return
+	}
+	req := p.Request()
+	var told, announced uint64 // the keys whose del the command's own events sent; whose new was sent
+	announce := func(i int) {
+		if i < 64 && req.Created(i) && announced&(1<<i) == 0 {
+			announced |= 1 << i
+			yield(Event{Class: ClassNew, Name: "new", Key: i})
+		}
+	}
 	commandEvents(op, func(e Event) {
+		if e.KeyName == nil {
+			announce(e.Key)
+		}
 		if e.Name == "del" && e.KeyName == nil && e.Key < 64 {
 			told |= 1 << e.Key
 		}
 		yield(e)
 	})
-	p, ok := op.(backends.Passable)
-	if !ok {
-		return
+	for i := range req.KeyAt {
+		announce(i) // made, and no event of the command's own said so
 	}
-	for i := range p.Request().KeyAt {
-		if p.Request().Emptied(i) && (i >= 64 || told&(1<<i) == 0) {
+	for i := range req.KeyAt {
+		if req.Emptied(i) && (i >= 64 || told&(1<<i) == 0) {
 			yield(Event{Class: ClassGeneric, Name: "del", Key: i})
 		}
 	}

@@ -109,7 +109,7 @@ func (it *item) weight() uint64 {
 // would write back, after it let their values go, a value another write
 // was changing, or put back a key another write had just replaced.
 func (s *Store) Do(ctx context.Context, keys []string, op backends.Op) error {
-	backends.ClearEmptied(op)
+	backends.ClearMarks(op)
 	if s.solo != nil && op.Writes() != backends.ReadOnly {
 		s.solo.Lock()
 		defer s.solo.Unlock()
@@ -366,6 +366,9 @@ func (c *oneCall) write(old *item, found bool) (*item, otter.ComputeOp) {
 		}
 		return old, otter.CancelOp
 	case v.put:
+		if !live {
+			backends.MarkCreated(c.op, 0)
+		}
 		return newCollItem(v.val, 0), otter.WriteOp
 	case body == nil: // absent, and Run made nothing
 		if found && !live {
@@ -437,6 +440,9 @@ func (s *Store) doMany(keys []string, op backends.Op) error {
 			}
 		case replaced:
 			s.c.Set(s.owned(k), newCollItem(v, 0))
+			if old == nil { // absent, or expired
+				backends.MarkCreated(op, i)
+			}
 		case old == nil || !old.isColl():
 			// nothing there, or a string Run did not replace
 		case v == nil:

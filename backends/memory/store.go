@@ -209,12 +209,14 @@ func (s *Store) Set(_ context.Context, k string, val []byte, opts backends.SetOp
 func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.SetResult, *item, error) {
 	if opts.Cond == backends.SetAlways && !opts.Get && opts.TTL.Mode != backends.TTLKeep {
 		var exp int64
+		res := backends.SetResult{Stored: true}
 		if opts.TTL.Mode != backends.TTLNone {
 			n := now()
 			if exp = deadline(opts.TTL, 0, n); exp <= n {
 				// a deadline already past: stored, and gone at once
 				prev, _ := s.c.Invalidate(s.k(k))
-				return backends.SetResult{Stored: true}, prev, nil
+				res.Created = opts.AskCreated && madeOver(prev)
+				return res, prev, nil
 			}
 		}
 		prev, fresh := s.c.Set(s.owned(k), newItem(val, exp))
@@ -222,7 +224,8 @@ func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.Se
 		if fresh {
 			prev = nil
 		}
-		return backends.SetResult{Stored: true}, prev, nil
+		res.Created = opts.AskCreated && madeOver(prev)
+		return res, prev, nil
 	}
 	n := now()
 	var res backends.SetResult
@@ -244,29 +247,41 @@ func (s *Store) set(k string, val []byte, opts backends.SetOptions) (backends.Se
 		if (opts.Cond == backends.SetIfAbsent && live) || (opts.Cond == backends.SetIfPresent && !live) {
 			return old, otter.CancelOp
 		}
-		res.Stored = true
+		res.Stored, res.Created = true, opts.AskCreated && !live
 		return put(old, live, val, opts.TTL, n, &wrote)
 	})
 	s.wrote(wrote)
 	return res, prev, err
 }
 
-// MSet stores every pair with no expiry. It is not atomic across keys: a
-// reader may see some pairs before others.
+// madeOver reports whether a write over prev, what the key held (nil:
+// nothing), made the key: prev is none or had expired. The clock is read
+// only for a prev with a deadline, and only when asked (AskCreated).
+func madeOver(prev *item) bool { return prev == nil || !prev.alive() }
+
+// MSet stores every pair with no expiry, and says which made their key
+// where asked. It is not atomic across keys: a reader may see some pairs
+// before others.
 func (s *Store) MSet(_ context.Context, pairs []backends.KV) error {
 	if s.locks.fastWrites() {
 		defer s.locks.fastDone()
-		for _, p := range pairs {
-			s.c.Set(s.owned(p.Key), newItem(p.Val, 0))
+		for i := range pairs {
+			p := &pairs[i]
+			if prev, fresh := s.c.Set(s.owned(p.Key), newItem(p.Val, 0)); p.AskCreated {
+				p.Created = fresh || madeOver(prev)
+			}
 		}
 		return nil
 	}
-	for _, p := range pairs {
+	for i := range pairs {
+		p := &pairs[i]
 		st := s.locks.of(p.Key)
 		if err := st.lock(); err != nil {
 			return err
 		}
-		s.c.Set(s.owned(p.Key), newItem(p.Val, 0))
+		if prev, fresh := s.c.Set(s.owned(p.Key), newItem(p.Val, 0)); p.AskCreated {
+			p.Created = fresh || madeOver(prev)
+		}
 		st.unlock()
 	}
 	return nil

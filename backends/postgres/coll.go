@@ -18,7 +18,7 @@ import (
 // read whole: a read from one snapshot of the table, a write as an atomic
 // run (atomic.go), which locks the keys and writes back what Run changed.
 func (s *KV) Do(ctx context.Context, keys []string, op backends.Op) error {
-	backends.ClearEmptied(op)
+	backends.ClearMarks(op)
 	if done, err := s.native(ctx, keys, op); done {
 		return err
 	}

@@ -185,7 +185,11 @@ type nativeWrite struct {
 }
 
 // write runs w, and marks the keys it emptied (backends.MarkEmptied): those
-// dropEmptySQL deleted that step 1 did not make.
+// dropEmptySQL deleted that step 1 did not make; and the keys it made
+// (backends.MarkCreated): those step 1 inserted that dropEmptySQL did not
+// delete. A row step 1 took over, its deadline passed, counts as neither
+// (xmax 0 says inserted, and nothing cheaper says taken over): Redis would
+// say "expired" and then "new" (coll/events.go).
 func (s *KV) write(ctx context.Context, op backends.Op, w nativeWrite) error {
 	locked, order := s.lockOrder(w.keys), s.key.array(w.keys)
 	var made, dropped uint64 // by the key's place in the command's keys
@@ -234,8 +238,11 @@ func (s *KV) write(ctx context.Context, op backends.Op, w nativeWrite) error {
 		return err
 	}
 	for i := range w.keys {
-		if (dropped&^made)&keyBit(i+1) != 0 {
+		switch bit := keyBit(i + 1); {
+		case (dropped&^made)&bit != 0:
 			backends.MarkEmptied(op, i)
+		case (made&^dropped)&bit != 0:
+			backends.MarkCreated(op, i)
 		}
 	}
 	return nil

@@ -245,14 +245,17 @@ func (s *KV) mget(ctx context.Context, keys []string) (map[string]strRead, error
 // Set stores val as opts says. The common cases are one plain statement
 // each, and a plain SET (no condition, no GET, no expiry or one relative
 // to now) shares an upsert with concurrent ones when the pool is busy;
-// SET … GET takes setGetSQL.
+// SET … GET takes setGetSQL. Asked whether it made the key, a plain SET
+// takes a statement of its own that says (setMade); SET NX made it when it
+// stored, SET XX never does, and SET … GET did when it found no value.
 func (s *KV) Set(ctx context.Context, key string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
 	k, err := s.key.param(key)
 	if err != nil {
 		return backends.SetResult{}, err
 	}
 	val = value(val)
-	if !opts.Get && opts.Cond == backends.SetAlways && (opts.TTL.Mode == backends.TTLNone || opts.TTL.Mode == backends.TTLRelative) {
+	if !opts.Get && !opts.AskCreated && opts.Cond == backends.SetAlways &&
+		(opts.TTL.Mode == backends.TTLNone || opts.TTL.Mode == backends.TTLRelative) {
 		row := setRow{key: key, val: val, ttl: -1}
 		if opts.TTL.Mode == backends.TTLRelative {
 			row.ttl = opts.TTL.D
@@ -267,16 +270,24 @@ func (s *KV) Set(ctx context.Context, key string, val []byte, opts backends.SetO
 	var res backends.SetResult
 	err = s.do(ctx, "set", func(ctx context.Context) error {
 		res = backends.SetResult{}
+		var err error
 		switch {
 		case opts.Get:
-			return s.setGet(ctx, k, val, ttl, at, keep, opts.Cond, &res)
+			err = s.setGet(ctx, k, val, ttl, at, keep, opts.Cond, &res)
+			res.Created = res.Stored && !res.OldFound
 		case opts.Cond == backends.SetIfAbsent:
-			return storedRow(s.pool.QueryRow(ctx, s.sql.setNX, k, val, ttl, at), &res.Stored)
+			err = storedRow(s.pool.QueryRow(ctx, s.sql.setNX, k, val, ttl, at), &res.Stored)
+			res.Created = res.Stored
 		case opts.Cond == backends.SetIfPresent:
-			return storedRow(s.pool.QueryRow(ctx, s.sql.setXX, k, val, ttl, at, keep), &res.Stored)
+			err = storedRow(s.pool.QueryRow(ctx, s.sql.setXX, k, val, ttl, at, keep), &res.Stored)
+		case opts.AskCreated:
+			err = s.pool.QueryRow(ctx, s.sql.setMade, k, val, ttl, at, keep).Scan(&res.Created)
+			res.Stored = err == nil
+		default:
+			_, err = s.pool.Exec(ctx, s.sql.set, k, val, ttl, at, keep)
+			res.Stored = err == nil
 		}
-		_, err := s.pool.Exec(ctx, s.sql.set, k, val, ttl, at, keep)
-		res.Stored = err == nil
+		res.Created = res.Created && opts.AskCreated && err == nil
 		return err
 	})
 	if res.Stored {
@@ -329,15 +340,17 @@ func (s *KV) setOne(ctx context.Context, r setRow) (struct{}, error) {
 // SETs ran concurrently, so either order is one they could have had, and
 // both are answered OK.
 func (s *KV) setMany(ctx context.Context, rows []setRow) ([]struct{}, error) {
-	if err := s.upsert(ctx, "set", rows); err != nil {
+	if err := s.upsert(ctx, "set", rows, nil); err != nil {
 		return nil, err
 	}
 	return make([]struct{}, len(rows)), nil
 }
 
 // upsert stores rows in one statement: all or none. Of a key named twice
-// the last row wins.
-func (s *KV) upsert(ctx context.Context, op string, rows []setRow) error {
+// the last row wins. With made, the statement says which keys it made
+// (upsertMade), and made is called with each, once the statement has
+// committed.
+func (s *KV) upsert(ctx context.Context, op string, rows []setRow, made func(key string)) error {
 	last := make(map[string]int, len(rows))
 	for i, r := range rows {
 		last[r.key] = i
@@ -346,6 +359,7 @@ func (s *KV) upsert(ctx context.Context, op string, rows []setRow) error {
 		k   any
 		v   []byte
 		ttl int64 // microseconds, -1 for none
+		key string
 	}
 	uniq := make([]kv, 0, len(last))
 	for i, r := range rows {
@@ -360,7 +374,7 @@ func (s *KV) upsert(ctx context.Context, op string, rows []setRow) error {
 		if r.ttl >= 0 {
 			ttl = r.ttl.Microseconds()
 		}
-		uniq = append(uniq, kv{k, r.val, ttl})
+		uniq = append(uniq, kv{k, r.val, ttl, r.key})
 	}
 	slices.SortFunc(uniq, func(a, b kv) int { return s.key.compare(a.k, b.k) })
 	ks, vs, ttls := make([]any, len(uniq)), make([][]byte, len(uniq)), make([]int64, len(uniq))
@@ -368,10 +382,36 @@ func (s *KV) upsert(ctx context.Context, op string, rows []setRow) error {
 		ks[i], vs[i], ttls[i] = r.k, r.v, r.ttl
 	}
 	keys := s.key.array(ks)
-	return s.do(ctx, op, func(ctx context.Context) error {
-		_, err := s.pool.Exec(ctx, s.sql.upsert, keys, vs, ttls)
+	if made == nil {
+		return s.do(ctx, op, func(ctx context.Context) error {
+			_, err := s.pool.Exec(ctx, s.sql.upsert, keys, vs, ttls)
+			return err
+		})
+	}
+	var madeAt []int // places in uniq, from 1 (array_position's)
+	err := s.do(ctx, op, func(ctx context.Context) error {
+		madeAt = madeAt[:0]
+		res, err := s.pool.Query(ctx, s.sql.upsertMade, keys, vs, ttls)
+		if err != nil {
+			return err
+		}
+		var at int
+		var m bool
+		_, err = pgx.ForEachRow(res, []any{&at, &m}, func() error {
+			if m {
+				madeAt = append(madeAt, at)
+			}
+			return nil
+		})
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	for _, at := range madeAt {
+		made(uniq[at-1].key)
+	}
+	return nil
 }
 
 // storedRow reads the RETURNING true of a conditional write: no row means
@@ -406,16 +446,31 @@ func (s *KV) setGet(ctx context.Context, k any, val []byte, ttl, at any, keep bo
 }
 
 // MSet stores every pair with no expiry, in one statement: all or none.
-// Of a key named twice the last value wins, as in Redis.
+// Of a key named twice the last value wins, as in Redis. When a pair asks
+// whether it made its key, the statement says (upsertMade).
 func (s *KV) MSet(ctx context.Context, pairs []backends.KV) error {
 	if len(pairs) == 0 {
 		return nil
 	}
 	rows := make([]setRow, len(pairs))
+	ask := false
 	for i, p := range pairs {
 		rows[i] = setRow{key: p.Key, val: value(p.Val), ttl: -1}
+		ask = ask || p.AskCreated
 	}
-	return s.upsert(ctx, "mset", rows)
+	if !ask {
+		return s.upsert(ctx, "mset", rows, nil)
+	}
+	made := map[string]bool{}
+	if err := s.upsert(ctx, "mset", rows, func(key string) { made[key] = true }); err != nil {
+		return err
+	}
+	for i := range pairs {
+		if p := &pairs[i]; made[p.Key] {
+			p.Created, made[p.Key] = p.AskCreated, false // its first pair made it
+		}
+	}
+	return nil
 }
 
 // Del removes the keys and counts the live ones.
@@ -502,17 +557,17 @@ func (s *KV) GetEx(ctx context.Context, key string, t backends.TTL) (val []byte,
 	return val, ok, err
 }
 
-// IncrBy adds delta to the integer at key, in one statement (incrSQL); a
-// refusal costs a second one that says why (incrWhySQL).
-func (s *KV) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
+// IncrBy adds delta to the integer at key, in one statement (incrSQL),
+// which also says whether it made the key; a refusal costs a second one
+// that says why (incrWhySQL).
+func (s *KV) IncrBy(ctx context.Context, key string, delta int64) (result int64, created bool, err error) {
 	k, err := s.key.param(key)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	var result int64
 	err = s.do(ctx, "incrby", func(ctx context.Context) error {
 		for range maxSetRetries {
-			err := s.pool.QueryRow(ctx, s.sql.incr, k, delta).Scan(&result)
+			err := s.pool.QueryRow(ctx, s.sql.incr, k, delta).Scan(&result, &created)
 			if !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
@@ -532,7 +587,7 @@ func (s *KV) IncrBy(ctx context.Context, key string, delta int64) (int64, error)
 		}
 		return errContention
 	})
-	return result, err
+	return result, created && err == nil, err
 }
 
 // Expire sets (or, for TTLNone, removes) a live key's deadline if cond
@@ -599,6 +654,10 @@ func (s *KV) Close() error {
 }
 
 var (
-	_ backends.Backend = (*KV)(nil)
-	_ opened           = (*KV)(nil)
+	_ backends.Backend      = (*KV)(nil)
+	_ opened                = (*KV)(nil)
+	_ backends.NativeGetDel = (*KV)(nil)
+	_ backends.NativeGetEx  = (*KV)(nil)
+	_ backends.NativeIncrBy = (*KV)(nil)
+	_ backends.NativeExpire = (*KV)(nil)
 )

@@ -18,6 +18,7 @@ import "strings"
 type kvSQL struct {
 	get, mget                    string
 	set, setNX, setXX, setGet    string
+	setMade, upsertMade          string // set and upsert, saying which keys they made (madeSQL)
 	upsert, del, exists          string
 	getDel, getEx, incr, incrWhy string
 	expire, persist, ttl, lock   string
@@ -48,6 +49,9 @@ func kvStatements(table string, k keyType) kvSQL {
 		ttl:     r.Replace(ttlSQL),
 		lock:    r.Replace(lockSQL),
 
+		setMade:    r.Replace(setSQL + "\nRETURNING " + madeSQL),
+		upsertMade: r.Replace(upsertSQL + "\nRETURNING array_position($1::{k}[], t.key), " + madeSQL),
+
 		expired:    r.Replace(sweepSQL),
 		nextExpiry: r.Replace(nextExpirySQL),
 		sweep:      r.Replace(sweepSQL + ` SELECT count(*) FROM expired`),
@@ -74,6 +78,23 @@ SET value      = EXCLUDED.value,
     expires_at = CASE WHEN $5::bool AND t.expires_at > now() THEN t.expires_at
                       ELSE EXCLUDED.expires_at END,
     kind       = 's'`
+
+// madeSQL is a RETURNING column of an upsert into {t} AS t: whether the
+// statement made the row's key, which did not exist before it. Either it
+// inserted the row (xmax 0: no row was there), or it took over one whose
+// deadline had passed (the sweeper deletes those only every sweep_interval),
+// as Redis's write of an expired key makes it anew. The upsert cannot return
+// the row it overwrote (RETURNING OLD is PostgreSQL 18), so that row is read
+// as of the statement's start (wasExpiredSQL): when another write of the key
+// commits between that start and the statement's lock on the row, the answer
+// is as of the start (two writers that both take over one expired row both
+// say they made it). The plain SET asks only while someone listens
+// (backends.SetOptions.AskCreated): the lookup is the statement's second.
+const madeSQL = `(t.xmax = 0 OR ` + wasExpiredSQL + `)`
+
+// wasExpiredSQL: whether the row of t.key was there and expired when the
+// statement started (see madeSQL).
+const wasExpiredSQL = `coalesce((SELECT o.expires_at <= now() FROM {t} AS o WHERE o.key = t.key), false)`
 
 // $1 key, $2 value, $3 ttl, $4 at. SET NX as "Postgres as a Key-Value Store" writes it: an
 // expired row still owns its key, so the conflict takes it over instead of
@@ -210,7 +231,9 @@ WHERE EXISTS (SELECT FROM cur)`
 // the row lock, and each adds to the value the previous one committed, so
 // none is lost. When the value is not an integer or the sum would overflow,
 // the WHERE refuses the update and no row comes back; nothing was written,
-// and incrWhySQL tells the caller which error to report.
+// and incrWhySQL tells the caller which error to report. The second column
+// is madeSQL's answer, its lookup made only when the row could have been
+// taken over: it holds just the increment, with no deadline.
 const incrSQL = `
 INSERT INTO {t} AS t (key, value, expires_at)
 VALUES ($1::{k}, convert_to($2::int8::text, 'UTF8'), 'infinity')
@@ -225,7 +248,10 @@ WHERE t.expires_at <= now()
            THEN encode(t.value, 'escape')::numeric BETWEEN -9223372036854775808 AND 9223372036854775807
             AND encode(t.value, 'escape')::numeric + $2::int8 BETWEEN -9223372036854775808 AND 9223372036854775807
       END
-RETURNING convert_from(value, 'UTF8')::int8`
+RETURNING convert_from(value, 'UTF8')::int8,
+          CASE WHEN t.xmax = 0 THEN true
+               WHEN t.expires_at <> 'infinity' OR t.value <> convert_to($2::int8::text, 'UTF8') THEN false
+               ELSE ` + wasExpiredSQL + ` END`
 
 // $1 key, $2 delta. Why incrSQL refused: 'wrongtype', 'notint',
 // 'overflow', or 'ok' (or no row) when the value changed since, and the

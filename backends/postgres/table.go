@@ -253,7 +253,8 @@ func (s *Table) GetWithTTL(ctx context.Context, key string) ([]byte, time.Durati
 
 // Set upserts the row val describes; the key sets its primary key. A
 // column the object leaves out is written NULL: the value is the whole row,
-// as a Redis value is the whole value.
+// as a Redis value is the whole value. It does not say whether it made the
+// row (SetResult.Created), nor does MSet.
 func (s *Table) Set(ctx context.Context, key string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
 	switch {
 	case opts.Get:

@@ -20,7 +20,10 @@ import (
 // included: WRONGTYPE or a syntax error is the client's answer, not a
 // failure of the store. A failure to reach the server, or a server that
 // cannot serve now (LOADING, OOM, … as for strings: errors.go), is the
-// store's error.
+// store's error. The reply does not say which keys the command emptied or
+// made, so a request passed on marks none (backends.MarkEmptied,
+// MarkCreated): the RESP front sends no "del" or "new" for them. (An
+// atomic run's commands run on a copy, package snapshot, which marks.)
 //
 // The protocol. valkey-go speaks RESP3, so a client speaking RESP2 is
 // served through a second client made with AlwaysRESP2 (resp2.go): the

@@ -11,6 +11,8 @@ import (
 )
 
 // Set stores val as opts says: one SET with NX/XX, GET, PX/PXAT/KEEPTTL.
+// It does not say whether it made the key (SetResult.Created), nor does
+// MSet: the reply does not tell.
 func (s *Store) Set(ctx context.Context, key string, val []byte, opts backends.SetOptions) (backends.SetResult, error) {
 	cctx, done, c, err := s.d.begin(ctx, "set")
 	if err != nil {
@@ -164,10 +166,11 @@ func (s *Store) GetEx(ctx context.Context, key string, ttl backends.TTL) ([]byte
 }
 
 // IncrBy adds delta to the integer at key (INCRBY).
-func (s *Store) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
-	return one(ctx, s, "incrby", key, true, func(c *client, k string) valkey.Completed {
+func (s *Store) IncrBy(ctx context.Context, key string, delta int64) (int64, bool, error) {
+	n, err := one(ctx, s, "incrby", key, true, func(c *client, k string) valkey.Completed {
 		return c.B().Incrby().Key(k).Increment(delta).Build()
 	}, valkey.ValkeyResult.AsInt64)
+	return n, false, err // INCRBY does not say whether it made the key
 }
 
 // Expire changes the expiry of key: PEXPIRE or PEXPIREAT with NX/XX/GT/LT,
@@ -225,3 +228,10 @@ func sum(results []valkey.ValkeyResult) (int64, error) {
 	}
 	return n, nil
 }
+
+var (
+	_ backends.NativeGetDel = (*Store)(nil)
+	_ backends.NativeGetEx  = (*Store)(nil)
+	_ backends.NativeIncrBy = (*Store)(nil)
+	_ backends.NativeExpire = (*Store)(nil)
+)

@@ -86,8 +86,6 @@ var skippedTests = []struct{ name, route, why string }{
 			"expects them served in the order sent. pgcache serves each connection on a goroutine of its " +
 			"own: when the LPUSH and the second BRPOPLPUSH run before the first, the second takes the " +
 			"element and the first stays blocked, as it would on redis-server had they arrived in that order"},
-	{"Keyspace notifications: new key test", "",
-		"the n class (a key created) is not implemented: the test waits for an event that never comes"},
 	{"client unblock tests", "",
 		"once an earlier blocking test has failed (under load: pgcache serves connections concurrently, " +
 			"not in arrival order) its deferring clients stay blocked, so this test's wait_for_blocked_client " +
