@@ -260,8 +260,8 @@ func (c *conn) setOne(r *route.Route, p backends.KV) {
 }
 
 // joinColl adds a command on the collection at key k of route r to the
-// run, which holds commands on k alone. A request its parser refuses, or
-// a blocking command, runs on its own.
+// run, which holds commands on k alone. A request its parser refuses runs
+// on its own, and answers the parser's error.
 func (c *conn) joinColl(cmd *command, args [][]byte, r *route.Route, k string) bool {
 	// The reader reuses args for the next request; the bytes they point to
 	// stay until the batch is over. An array that grows leaves the Ops
@@ -269,9 +269,10 @@ func (c *conn) joinColl(cmd *command, args [][]byte, r *route.Route, k string) b
 	g := &c.group
 	at := len(g.argv)
 	g.argv = append(g.argv, args...)
-	args = g.argv[at:len(g.argv):len(g.argv)]
-	op, err := cmd.coll.Parse(args)
-	if _, blocks := op.(coll.Blocker); err != nil || blocks {
+	op, err := cmd.coll.Parse(g.argv[at:len(g.argv):len(g.argv)])
+	if err != nil {
+		clear(g.argv[at:])
+		g.argv = g.argv[:at]
 		c.endGroup()
 		return false
 	}
