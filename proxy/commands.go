@@ -52,10 +52,10 @@ type command struct {
 	noAuth   bool                // runs before AUTH
 	noQueue  bool                // runs inside MULTI
 	movable  func(args [][]byte) ([][]byte, string)
-	noScript bool        // refused from scripts
-	inPubSub bool        // runs in a RESP2 client's Pub/Sub mode
-	coll     *coll.Spec  // a command on the collection of one key (spec.coll)
-	num      int         // its INFO commandstats in each Server's cmdStats: see cmdstats.go
+	noScript bool       // refused from scripts
+	inPubSub bool       // runs in a RESP2 client's Pub/Sub mode
+	coll     *coll.Spec // a command on the collection of one key (spec.coll)
+	num      int        // its INFO commandstats in each Server's cmdStats: see cmdstats.go
 }
 
 // commands is the dispatch table: lowercase name -> command. Adding a
