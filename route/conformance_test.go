@@ -15,18 +15,25 @@ import (
 func TestConformance(t *testing.T) {
 	d := memory.NewDriver("mem", 64<<20)
 	t.Cleanup(func() { d.Close() })
-	backendtest.Run(t, func(t *testing.T) backends.Backend {
-		b, err := d.Open(context.Background(), backends.RouteSpec{Name: t.Name()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tab, err := NewTable([]*Route{{Name: t.Name(), Backend: b, BackendName: "mem", MaxValueBytes: 1 << 20}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tab.Close() })
-		return tab.ByName(t.Name()).Backend
-	})
+	backendtest.Run(t, func(t *testing.T) backends.Backend { return routeOver(t, d, nil) })
+}
+
+// routeOver is the backend of a route of its own on a store of d, wrap of
+// the store when wrap is not nil.
+func routeOver(t *testing.T, d backends.Driver, wrap func(backends.Backend) backends.Backend) backends.Backend {
+	b, err := d.Open(context.Background(), backends.RouteSpec{Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrap != nil {
+		b = wrap(b)
+	}
+	tab, err := NewTable([]*Route{{Name: t.Name(), Backend: b, BackendName: "mem", MaxValueBytes: 1 << 20}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tab.Close() })
+	return tab.ByName(t.Name()).Backend
 }
 
 // TestConformanceOverAStoreThatRunsOneOpAtATime: over a store that is no
@@ -36,16 +43,7 @@ func TestConformanceOverAStoreThatRunsOneOpAtATime(t *testing.T) {
 	d := memory.NewDriver("mem", 64<<20)
 	t.Cleanup(func() { d.Close() })
 	backendtest.Run(t, func(t *testing.T) backends.Backend {
-		b, err := d.Open(context.Background(), backends.RouteSpec{Name: t.Name()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tab, err := NewTable([]*Route{{Name: t.Name(), Backend: oneAtATime{b}, BackendName: "mem", MaxValueBytes: 1 << 20}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tab.Close() })
-		return tab.ByName(t.Name()).Backend
+		return routeOver(t, d, func(b backends.Backend) backends.Backend { return oneAtATime{b} })
 	})
 }
 

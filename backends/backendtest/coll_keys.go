@@ -422,13 +422,8 @@ func testCollEmptyKey(t *testing.T, b backends.Backend) {
 // then deletes, marks that key (backends.MarkEmptied), and only that one:
 // not a key it found absent, nor one it left with members.
 func testCollEmptied(t *testing.T, b backends.Backend, o *options) {
-	c := ctx(t)
 	k := func(name string) string { return tagged(t, name) }
-	for _, tc := range []struct {
-		setup   []string
-		cmd     []string
-		emptied []bool // by key, in the command's order
-	}{
+	checkMarks(t, b, o, "emptied", (*backends.Passed).Emptied, []markCase{
 		{[]string{"SADD %s a b"}, []string{"SREM", k("s"), "a", "b"}, []bool{true}},
 		{nil, []string{"SREM", k("s"), "a"}, []bool{false}},
 		{[]string{"SADD %s a b"}, []string{"SREM", k("s"), "a"}, []bool{false}},
@@ -442,10 +437,25 @@ func testCollEmptied(t *testing.T, b backends.Backend, o *options) {
 		{[]string{"RPUSH %s x"}, []string{"LMOVE", k("l"), k("d"), "LEFT", "LEFT"}, []bool{true, false}},
 		{[]string{"SADD %s m"}, []string{"SPOP", k("s")}, []bool{true}},
 		{[]string{"SADD %s m"}, []string{"SINTERSTORE", k("s"), k("missing")}, []bool{true, false}},
-	} {
+	})
+}
+
+// markCase is a request run on keys set up first, and what a store must
+// say of each of its keys after it (emptied, created).
+type markCase struct {
+	setup []string // requests on the first key (%s), run first
+	cmd   []string
+	want  []bool // by key, in the command's order
+}
+
+// checkMarks runs each case on b and checks what mark says of its keys;
+// a store that passes the command on says nothing of any.
+func checkMarks(t *testing.T, b backends.Backend, o *options, what string, mark func(*backends.Passed, int) bool, cases []markCase) {
+	t.Helper()
+	for _, tc := range cases {
 		cmd := slices.Clone(tc.cmd)
 		keys := []string{cmd[1]}
-		if len(tc.emptied) == 2 {
+		if len(tc.want) == 2 {
 			keys = append(keys, cmd[2])
 		}
 		del(t, b, keys...)
@@ -453,14 +463,14 @@ func testCollEmptied(t *testing.T, b backends.Backend, o *options) {
 			exec(t, b, fmt.Sprintf(s, keys[0]))
 		}
 		op := command(t, cmd...)
-		noErr(t, b.Do(c, keys, op))
+		noErr(t, b.Do(ctx(t), keys, op))
 		p := op.(backends.Passable).Request()
-		for i, want := range tc.emptied {
+		for i, want := range tc.want {
 			if o.passes {
 				want = false // a store that passes the command on does not say
 			}
-			if got := p.Emptied(i); got != want {
-				t.Errorf("%q: keys[%d] emptied %v, want %v", cmd, i, got, want)
+			if got := mark(p, i); got != want {
+				t.Errorf("%q after %q: keys[%d] %s %v, want %v", cmd, tc.setup, i, what, got, want)
 			}
 		}
 		del(t, b, keys...)

@@ -2,7 +2,6 @@ package backendtest
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -110,11 +109,7 @@ func testCreated(t *testing.T, b backends.Backend, o *options) {
 func testCollCreated(t *testing.T, b backends.Backend, o *options) {
 	c := ctx(t)
 	k := func(name string) string { return tagged(t, name) }
-	for _, tc := range []struct {
-		setup   []string // run on the command's first key
-		cmd     []string
-		created []bool // by key, in the command's order
-	}{
+	checkMarks(t, b, o, "created", (*backends.Passed).Created, []markCase{
 		{nil, []string{"HSET", k("h"), "f", "v"}, []bool{true}},
 		{[]string{"HSET %s f v"}, []string{"HSET", k("h"), "g", "w"}, []bool{false}},
 		{nil, []string{"HINCRBY", k("h"), "f", "1"}, []bool{true}},
@@ -130,29 +125,7 @@ func testCollCreated(t *testing.T, b backends.Backend, o *options) {
 		{nil, []string{"LMOVE", k("l"), k("d"), "LEFT", "LEFT"}, []bool{false, false}},
 		{[]string{"SADD %s m"}, []string{"SMOVE", k("s"), k("d"), "m"}, []bool{false, true}},
 		{nil, []string{"SINTERSTORE", k("d"), k("missing")}, []bool{false, false}},
-	} {
-		cmd := slices.Clone(tc.cmd)
-		keys := []string{cmd[1]}
-		if len(tc.created) == 2 {
-			keys = append(keys, cmd[2])
-		}
-		del(t, b, keys...)
-		for _, s := range tc.setup {
-			exec(t, b, fmt.Sprintf(s, keys[0]))
-		}
-		op := command(t, cmd...)
-		noErr(t, b.Do(c, keys, op))
-		p := op.(backends.Passable).Request()
-		for i, want := range tc.created {
-			if o.passes {
-				want = false // a store that passes the command on does not say
-			}
-			if got := p.Created(i); got != want {
-				t.Errorf("%q after %q: keys[%d] created %v, want %v", cmd, tc.setup, i, got, want)
-			}
-		}
-		del(t, b, keys...)
-	}
+	})
 
 	// *STORE into a key that does not exist makes it; into one that does,
 	// it replaces it.
