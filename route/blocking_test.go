@@ -38,16 +38,7 @@ func TestBlockingFoundNothingReportsNoWrite(t *testing.T) {
 		for i, a := range line {
 			args[i] = []byte(a)
 		}
-		var parse coll.Parser
-		for _, c := range coll.Commands {
-			if c.Name == line[0] {
-				parse = c.Parse
-			}
-		}
-		op, err := parse(args)
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := parseColl(t, args)
 		keys := make([]string, len(op.Request().KeyAt))
 		for i, at := range op.Request().KeyAt {
 			keys[i] = line[at]

@@ -2,12 +2,17 @@ package route
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/pgcache/pgcache/backends"
+	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/backends/memory"
 )
 
@@ -216,4 +221,82 @@ func TestCanon(t *testing.T) {
 	if k, err := r.Key(`"42"`); err != nil || k != "42" {
 		t.Errorf(`Key("42") = %q, %v; want 42`, k, err)
 	}
+}
+
+// TestDoSeqCountsEachCommand: a pipelined run through the wrapper counts
+// each command under its own name and result, as Do would, and times each.
+func TestDoSeqCountsEachCommand(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	d := memory.NewDriver("mem", 1<<20)
+	t.Cleanup(func() { d.Close() })
+	b, err := d.Open(context.Background(), backends.RouteSpec{Name: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := NewTable([]*Route{{Name: "r", BackendName: "mem", Backend: b}}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tab.Close() })
+	var ops []backends.Op
+	for _, line := range []string{"LPUSH k a", "LPUSH k b", "RPOP k", "HGET k f", "LPUSH k c"} {
+		args := coll.Args(line)
+		ops = append(ops, parseColl(t, args))
+	}
+	errs := make([]error, len(ops))
+	if err := tab.ByName("r").Backend.(backends.Sequencer).DoSeq(context.Background(), "k", ops, errs); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(errs[3], backends.ErrWrongType) || errs[0] != nil || errs[4] != nil {
+		t.Fatalf("errs = %v, want WRONGTYPE for HGET alone", errs)
+	}
+	for _, c := range []struct {
+		op   string
+		want float64
+	}{{"lpush", 3}, {"rpop", 1}, {"hget", 1}} { // WRONGTYPE is the client's: ok
+		var got dto.Metric
+		if err := m.requests.WithLabelValues("r", c.op, "ok").Write(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.GetCounter().GetValue() != c.want {
+			t.Errorf("requests{op=%s,result=ok} = %v, want %v", c.op, got.GetCounter().GetValue(), c.want)
+		}
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	timed := map[string]uint64{}
+	for _, f := range families {
+		if f.GetName() != "pgcache_route_request_duration_seconds" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "op" {
+					timed[l.GetValue()] = s.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	if timed["lpush"] != 3 || timed["rpop"] != 1 || timed["hget"] != 1 {
+		t.Errorf("latency observations by op: %v, want lpush 3, rpop 1, hget 1", timed)
+	}
+}
+
+// parseColl parses a request of coll.Commands.
+func parseColl(t *testing.T, args [][]byte) coll.Command {
+	t.Helper()
+	for _, c := range coll.Commands {
+		if strings.EqualFold(c.Name, string(args[0])) {
+			op, err := c.Parse(args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return op
+		}
+	}
+	t.Fatalf("no command %q", args[0])
+	return nil
 }

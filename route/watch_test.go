@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/pgcache/pgcache/backends"
-	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/backends/memory"
 )
 
@@ -41,16 +40,7 @@ func TestWatchCollections(t *testing.T) {
 		for i, w := range words {
 			args[i] = []byte(w)
 		}
-		var parse coll.Parser
-		for _, c := range coll.Commands {
-			if c.Name == words[0] {
-				parse = c.Parse
-			}
-		}
-		op, err := parse(args)
-		if err != nil {
-			t.Fatal(err)
-		}
+		op := parseColl(t, args)
 		keys := make([]string, 0, len(op.Request().KeyAt))
 		for _, at := range op.Request().KeyAt {
 			keys = append(keys, words[at])

@@ -197,8 +197,13 @@ func (in *instrumented) DoSeq(ctx context.Context, key string, ops []backends.Op
 		}
 	}
 	d := (mono() - start) / time.Duration(len(ops))
+	var o *opMetrics
+	var name string
 	for i, op := range ops {
-		in.of(op.Name()).took(d, cmp.Or(err, errs[i]))
+		if n := op.Name(); o == nil || n != name { // a run is mostly of one command
+			o, name = in.of(n), n
+		}
+		o.took(d, cmp.Or(err, errs[i]))
 	}
 	if writes {
 		in.wrote(ctx, key)
