@@ -52,13 +52,12 @@ type group struct {
 	reads []int
 	pairs []backends.KV // groupSet
 	vals  [][]byte      // groupGet's answer
-	// groupColl: the requests' arguments, the parsed commands, as Ops,
-	// and what each answered.
-	argv  [][]byte
-	colls []coll.Command
-	cmds  []*command
-	ops   []backends.Op
-	errs  []error
+	// groupColl: the requests' arguments, their commands, the Ops (each a
+	// coll.Command) they parsed to, and what each answered.
+	argv [][]byte
+	cmds []*command
+	ops  []backends.Op
+	errs []error
 }
 
 // getCmd, mgetCmd and setCmd are the commands that group, set by init.
@@ -177,12 +176,10 @@ func (c *conn) endGroup() {
 	clear(g.pairs)
 	clear(g.vals)
 	clear(g.argv)
-	clear(g.colls)
-	clear(g.cmds)
 	clear(g.ops)
 	clear(g.errs)
 	g.keys, g.reads, g.pairs, g.vals = g.keys[:0], g.reads[:0], g.pairs[:0], g.vals[:0]
-	g.argv, g.colls, g.cmds, g.ops, g.errs = g.argv[:0], g.colls[:0], g.cmds[:0], g.ops[:0], g.errs[:0]
+	g.argv, g.cmds, g.ops, g.errs = g.argv[:0], g.cmds[:0], g.ops[:0], g.errs[:0] // cmds: the table's, never freed
 	g.op, g.r = groupNone, nil
 }
 
@@ -279,7 +276,6 @@ func (c *conn) joinColl(cmd *command, args [][]byte, r *route.Route, k string) b
 	op.Request().RESP = c.proto
 	g.op, g.r = groupColl, r
 	g.keys = append(g.keys, k)
-	g.colls = append(g.colls, op)
 	g.cmds = append(g.cmds, cmd)
 	g.ops = append(g.ops, op)
 	g.errs = append(g.errs, nil)
@@ -296,12 +292,12 @@ func (c *conn) runColls(g *group) {
 	} else {
 		err = g.r.Backend.(backends.Sequencer).DoSeq(c.ctx, g.keys[0], g.ops, g.errs)
 	}
-	for i, op := range g.colls {
+	for i, op := range g.ops {
 		if err := cmp.Or(err, g.errs[i]); err != nil {
 			c.statsOf(g.cmds[i]).failed.Add(1)
 			c.backendErr(g.r, err)
 			continue
 		}
-		c.writeOp(op)
+		c.writeOp(op.(coll.Command))
 	}
 }
