@@ -198,6 +198,14 @@ func TestValueLimits(t *testing.T) {
 	if got := c.do("SET", "k", strings.Repeat("v", 100)); got != "+OK\r\n" {
 		t.Errorf("SET at the limit = %q", got)
 	}
+	// A pipelined run on one collection: the value over the limit fails
+	// its own command only.
+	pipeline(t, c, []step{
+		{[]string{"RPUSH", "pg:l", "a"}, ":1\r\n"},
+		{[]string{"RPUSH", "pg:l", strings.Repeat("v", 11)}, "-ERR value too large\r\n"},
+		{[]string{"RPUSH", "pg:l", "b"}, ":2\r\n"},
+		{[]string{"LLEN", "pg:l"}, ":2\r\n"},
+	})
 	if got := c.do("SET", "k", strings.Repeat("v", 101)); got != "-ERR Protocol error: invalid bulk length\r\n" || !c.closed() {
 		t.Errorf("SET past every route's limit = %q, want a protocol error and a close", got)
 	}
