@@ -313,21 +313,13 @@ func (sl *skiplist) firstWhere(below func(*znode) bool, update *[maxLevel]*znode
 }
 
 // lastWhere returns the last node for which within is true, where within
-// is true of a prefix of the list (nil when it is true of none).
+// is true of a prefix of the list (nil when it is true of none): the node
+// before the first for which it is false.
 func (sl *skiplist) lastWhere(within func(*znode) bool) *znode {
-	if sl.level == 0 {
-		return nil
+	if x := sl.firstWhere(within, nil); x != nil {
+		return x.prev
 	}
-	n := sl.head
-	for i := sl.level - 1; i >= 0; i-- {
-		for l := n.lvl(i); l.next != nil && within(l.next); l = n.lvl(i) {
-			n = l.next
-		}
-	}
-	if n == sl.head {
-		return nil
-	}
-	return n
+	return sl.tail
 }
 
 // appender builds a list from nodes given in order, each in O(1): what
