@@ -41,11 +41,13 @@ const (
 func (t *Tier) Do(ctx context.Context, keys []string, op backends.Op) error {
 	switch op.Writes() {
 	case backends.WritesAll:
-		defer t.wroteColl(keys...)
-		return t.Backend.Do(ctx, keys, op)
+		err := t.Backend.Do(ctx, keys, op)
+		t.wroteColl(op, err, keys)
+		return err
 	case backends.WritesFirst:
-		defer t.wroteColl(keys[0])
-		return t.Backend.Do(ctx, keys, op)
+		err := t.Backend.Do(ctx, keys, op)
+		t.wroteColl(op, err, keys[:1])
+		return err
 	}
 	if rows, ok := backends.As[backends.Rows](t.Backend); ok && len(keys) == 1 {
 		// A table route's row, read as a hash from the L1 as GET reads it.
@@ -92,11 +94,18 @@ func (t *Tier) Do(ctx context.Context, keys []string, op backends.Op) error {
 	return op.Run(&cachedView{val: got.Coll, str: got.Val != nil})
 }
 
-// wroteColl fences keys after a write of collections, and remembers them
-// as written (see above).
-func (t *Tier) wroteColl(keys ...string) {
-	t.invalidate(true, keys...)
-	for _, k := range keys {
+// wroteColl fences the keys a write of collections may have changed, and
+// remembers them as written (see above): each of keys unless op ran
+// without an error and says it left that one as it was (an SMOVE of a
+// member the destination has), which a WATCH of it must not take for a
+// change.
+func (t *Tier) wroteColl(op backends.Op, err error, keys []string) {
+	u, _ := op.(backends.Unchanging)
+	for i, k := range keys {
+		if err == nil && u != nil && u.Unchanged(i) {
+			continue
+		}
+		t.invalidate(true, k)
 		t.written.Set(strings.Clone(k), 0)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgcache/pgcache/backends"
 	"github.com/pgcache/pgcache/backends/backendtest"
+	"github.com/pgcache/pgcache/backends/coll"
 	"github.com/pgcache/pgcache/coherence/fence"
 	"github.com/pgcache/pgcache/internal/testenv"
 )
@@ -183,6 +184,41 @@ func TestWatchAfterOwnWrite(t *testing.T) {
 		if !c.i.tier.ChangedSince("k", tok) {
 			t.Fatalf("%s: a write by plain SQL after the token is not seen", c.name)
 		}
+	}
+}
+
+// TestWatchSMoveKeepsDestination: an SMOVE of a member the destination
+// has already leaves the destination as it was, so a WATCH of it is not
+// raised (Redis's "SMOVE only notify dstset when the addition is
+// successful"), while the source it took the member from is; an SMOVE that
+// adds the member raises both.
+func TestWatchSMoveKeepsDestination(t *testing.T) {
+	i := tierOn(t, backends.RouteSpec{Name: "wsm", Table: "watch_smove_kv", Durability: "unlogged"})
+	ctx := context.Background()
+	do := func(parse func([][]byte) (coll.Command, error), req string, keys ...string) {
+		t.Helper()
+		op, err := parse(coll.Args(req))
+		if err == nil {
+			err = i.tier.Do(ctx, keys, op)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", req, err)
+		}
+	}
+	do(coll.ParseSAdd, "sadd src a b", "src")
+	do(coll.ParseSAdd, "sadd dst a", "dst")
+	src, dst := i.tier.WatchToken(ctx, "src"), i.tier.WatchToken(ctx, "dst")
+	do(coll.ParseSMove, "smove src dst a", "src", "dst")
+	if i.tier.ChangedSince("dst", dst) {
+		t.Error("an SMOVE of a member the destination had raised the destination's WATCH")
+	}
+	if !i.tier.ChangedSince("src", src) {
+		t.Error("an SMOVE did not raise its source's WATCH")
+	}
+	dst = i.tier.WatchToken(ctx, "dst")
+	do(coll.ParseSMove, "smove src dst b", "src", "dst")
+	if !i.tier.ChangedSince("dst", dst) {
+		t.Error("an SMOVE that added a member did not raise the destination's WATCH")
 	}
 }
 
