@@ -80,11 +80,14 @@ type strOpts struct {
 	expire                        []byte
 }
 
-// parseStrOpts reads SET's options (forSet) or GETEX's, accepting and
+// parseStrOpts reads SET's options (cmd "set") or GETEX's, accepting and
 // refusing exactly the combinations Redis 7's parseExtendedStringArguments
 // does: an option that conflicts with one already given is a syntax error,
-// but repeating one is not (EX 10 EX 20 means EX 20).
-func parseStrOpts(args [][]byte, forSet bool) (strOpts, bool) {
+// but repeating one is not (EX 10 EX 20 means EX 20). It returns the expiry
+// they ask for (strOpts.ttl), or the error reply: errSyntax, which Redis
+// answers before anything else, or the expiry's.
+func parseStrOpts(args [][]byte, cmd string) (strOpts, backends.TTL, string) {
+	forSet := cmd == "set"
 	o := strOpts{forSet: forSet}
 	for j := 0; j < len(args); j++ {
 		a := args[j]
@@ -109,10 +112,11 @@ func parseStrOpts(args [][]byte, forSet bool) (strOpts, bool) {
 			o.expire = args[j+1]
 			j++
 		default:
-			return o, false
+			return o, backends.TTL{}, errSyntax
 		}
 	}
-	return o, true
+	ttl, bad := o.ttl(cmd)
+	return o, ttl, bad
 }
 
 // expireAllowed: an expiry may follow no KEEPTTL or PERSIST, and no expiry

@@ -30,14 +30,11 @@ func (c *conn) withString(key []byte, fn func(v []byte)) {
 		return
 	}
 	v, ok, err := r.Backend.Get(c.ctx, k)
-	switch {
-	case err != nil:
-		c.backendErr(r, err)
-	case !ok:
-		c.writeNull()
-	default:
-		fn(v)
+	if err != nil || !ok {
+		c.writeValue(r, v, ok, err)
+		return
 	}
+	fn(v)
 }
 
 // writeValue answers a read of one value.
@@ -54,12 +51,7 @@ func (c *conn) writeValue(r *route.Route, v []byte, ok bool, err error) {
 
 // SET key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]
 func cmdSet(c *conn, args [][]byte) {
-	o, ok := parseStrOpts(args[3:], true)
-	if !ok {
-		c.writeError(errSyntax)
-		return
-	}
-	ttl, bad := o.ttl("set")
+	o, ttl, bad := parseStrOpts(args[3:], "set")
 	if bad != "" {
 		c.writeError(bad)
 		return
@@ -137,12 +129,11 @@ func cmdGetDel(c *conn, args [][]byte) {
 
 // GETEX key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]
 func cmdGetEx(c *conn, args [][]byte) {
-	o, ok := parseStrOpts(args[2:], false)
-	if !ok {
-		c.writeError(errSyntax)
+	_, ttl, bad := parseStrOpts(args[2:], "getex")
+	if bad == errSyntax {
+		c.writeError(bad)
 		return
 	}
-	ttl, bad := o.ttl("getex")
 	r, k := c.key(args[1])
 	if r == nil {
 		return

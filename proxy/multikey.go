@@ -114,31 +114,35 @@ func (c *conn) mget(keys [][]byte) ([][]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	ctx := c.ctx
 	if single != nil {
-		vals, err := single.Backend.MGet(ctx, c.keys, c.vals[:0])
-		c.vals = vals
-		if err != nil {
-			c.backendErr(single, err)
-			c.clearScratch()
+		if !c.mgetFrom(single, c.keys, &c.vals) {
 			return nil, false
 		}
-		return vals, true
+		return c.vals, true
 	}
 	c.vals = append(c.vals[:0], make([][]byte, len(c.keys))...)
 	for r := c.nextRoute(); r != nil; r = c.nextRoute() {
-		got, err := r.Backend.MGet(ctx, c.sub, c.got[:0])
-		c.got = got
-		if err != nil {
-			c.backendErr(r, err)
-			c.clearScratch()
+		if !c.mgetFrom(r, c.sub, &c.got) {
 			return nil, false
 		}
 		for n, j := range c.where {
-			c.vals[j] = got[n]
+			c.vals[j] = c.got[n]
 		}
 	}
 	return c.vals, true
+}
+
+// mgetFrom reads keys from r's store into *buf (a scratch slice, reused),
+// or answers the error, clears the scratch and returns false.
+func (c *conn) mgetFrom(r *route.Route, keys []string, buf *[][]byte) bool {
+	vals, err := r.Backend.MGet(c.ctx, keys, (*buf)[:0])
+	*buf = vals
+	if err != nil {
+		c.backendErr(r, err)
+		c.clearScratch()
+		return false
+	}
+	return true
 }
 
 // mset stores key value pairs, or answers an error and returns false.

@@ -283,13 +283,10 @@ func argsPerMember(t backends.Type) int {
 }
 
 // scoreArg is a score as ZADD reads it back exactly: the shortest decimal
-// that parses to it, and inf, -inf.
+// that parses to it, and inf, -inf as Redis writes them.
 func scoreArg(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
+	if math.IsInf(f, 0) {
+		return coll.FormatScore(f)
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
