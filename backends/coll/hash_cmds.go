@@ -70,35 +70,50 @@ func (op *HSet) Reply(w Writer) {
 	w.Int(op.Added)
 }
 
-// HGet is HGET key field.
+// HGet is HGET key field, and HSTRLEN key field, which answers the
+// value's length.
 type HGet struct {
 	backends.Passed
-	Field []byte
-	Value []byte // result
-	Found bool   // result
+	Field  []byte
+	StrLen bool   // HSTRLEN
+	Value  []byte // result
+	Found  bool   // result
+	Len    int64  // result: the value's length
 }
 
-// ParseHGet reads HGET.
+// ParseHGet reads HGET and HSTRLEN.
 func ParseHGet(args [][]byte) (Command, error) {
-	op := &HGet{Field: args[2]}
+	op := &HGet{Field: args[2], StrLen: is(args[0], "hstrlen")}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
 
-func (*HGet) Name() string            { return "hget" }
+func (op *HGet) Name() string {
+	if op.StrLen {
+		return "hstrlen"
+	}
+	return "hget"
+}
 func (*HGet) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HGet) Run(v backends.View) error {
-	op.Value, op.Found = nil, false
+	op.Value, op.Found, op.Len = nil, false, 0
 	h, err := hashOf(v, 0)
 	if h == nil || err != nil {
 		return err
 	}
 	op.Value, op.Found = h.Get(stringOf(op.Field))
+	op.Len = int64(len(op.Value))
 	return nil
 }
 
-func (op *HGet) Reply(w Writer) { bulkOrNull(w, op.Value, op.Found) }
+func (op *HGet) Reply(w Writer) {
+	if op.StrLen {
+		w.Int(op.Len)
+		return
+	}
+	bulkOrNull(w, op.Value, op.Found)
+}
 
 // HSetNX is HSETNX key field value.
 type HSetNX struct {
@@ -173,36 +188,6 @@ func (op *HMGet) Run(v backends.View) error {
 }
 
 func (op *HMGet) Reply(w Writer) { bulksOrNull(w, op.Values) }
-
-// HStrLen is HSTRLEN key field.
-type HStrLen struct {
-	backends.Passed
-	Field []byte
-	Len   int64 // result
-}
-
-// ParseHStrLen reads HSTRLEN.
-func ParseHStrLen(args [][]byte) (Command, error) {
-	op := &HStrLen{Field: args[2]}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*HStrLen) Name() string            { return "hstrlen" }
-func (*HStrLen) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *HStrLen) Run(v backends.View) error {
-	op.Len = 0
-	h, err := hashOf(v, 0)
-	if h == nil || err != nil {
-		return err
-	}
-	val, _ := h.Get(stringOf(op.Field))
-	op.Len = int64(len(val))
-	return nil
-}
-
-func (op *HStrLen) Reply(w Writer) { w.Int(op.Len) }
 
 // HGetAll is HGETALL key, and HKEYS and HVALS, which answer half of it.
 type HGetAll struct {
