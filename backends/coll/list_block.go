@@ -94,13 +94,9 @@ func (op *BPop) Name() string {
 }
 
 func (op *BPop) Reply(w Writer) {
-	if !op.Found {
-		w.NullArray()
-		return
+	if poppedFrom(w, op.Key, op.Found, 2) {
+		w.Bulk(op.Elems[0])
 	}
-	w.Array(2)
-	w.Bulk(op.Key)
-	w.Bulk(op.Elems[0])
 }
 
 var (

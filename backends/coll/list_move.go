@@ -189,11 +189,7 @@ func (op *LMPop) Run(v backends.View) error {
 }
 
 func (op *LMPop) Reply(w Writer) {
-	if !op.Found {
-		w.NullArray()
-		return
+	if poppedFrom(w, op.Key, op.Found, 2) {
+		bulks(w, op.Elems)
 	}
-	w.Array(2)
-	w.Bulk(op.Key)
-	bulks(w, op.Elems)
 }

@@ -148,12 +148,9 @@ func (op *ZMPop) Run(v backends.View) error {
 }
 
 func (op *ZMPop) Reply(w Writer) {
-	if op.key == nil {
-		w.NullArray()
+	if !poppedFrom(w, op.key, op.key != nil, 2) {
 		return
 	}
-	w.Array(2)
-	w.Bulk(op.key)
 	w.Array(len(op.popped))
 	for _, e := range op.popped {
 		w.Array(2)
@@ -210,14 +207,10 @@ func (op *BZPop) Name() string {
 // popped (a BZPOPMIN in MULTI or a script, which never waits), what a
 // timeout answers.
 func (op *BZPop) Reply(w Writer) {
-	if op.key == nil {
-		w.NullArray()
-		return
+	if poppedFrom(w, op.key, op.key != nil, 3) {
+		w.Bulk(bytesOf(op.popped[0].Member))
+		w.Double(op.popped[0].Score)
 	}
-	w.Array(3)
-	w.Bulk(op.key)
-	w.Bulk(bytesOf(op.popped[0].Member))
-	w.Double(op.popped[0].Score)
 }
 
 var (
