@@ -9,15 +9,6 @@ import "github.com/pgcache/pgcache/backends"
 // HLEN, HDEL and HEXISTS, which other types have too, are in colls.go,
 // HSCAN in scan.go.
 
-// hashOf returns keys[i]'s hash, nil when the key does not exist.
-func hashOf(v backends.View, i int) (*Hash, error) {
-	val, err := v.Get(i, backends.TypeHash)
-	if val == nil || err != nil {
-		return nil, err
-	}
-	return val.(*Hash), nil
-}
-
 // HSet is HSET key field value [field value ...], and HMSET, which answers OK.
 type HSet struct {
 	backends.Passed
@@ -45,7 +36,7 @@ func (op *HSet) Name() string {
 func (*HSet) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HSet) Run(v backends.View) error {
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if err != nil {
 		return err
 	}
@@ -98,7 +89,7 @@ func (*HGet) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HGet) Run(v backends.View) error {
 	op.Value, op.Found, op.Len = nil, false, 0
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if h == nil || err != nil {
 		return err
 	}
@@ -134,7 +125,7 @@ func (*HSetNX) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HSetNX) Run(v backends.View) error {
 	op.Added = false
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if err != nil {
 		return err
 	}
@@ -170,7 +161,7 @@ func (*HMGet) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HMGet) Run(v backends.View) error {
 	op.Values = op.Values[:0]
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if err != nil {
 		return err
 	}
@@ -216,7 +207,7 @@ func (*HGetAll) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HGetAll) Run(v backends.View) error {
 	op.out = op.out[:0]
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if h == nil || err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func (*HIncrBy) Name() string            { return "hincrby" }
 func (*HIncrBy) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HIncrBy) Run(v backends.View) error {
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (*HIncrByFloat) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HIncrByFloat) Run(v backends.View) error {
 	op.result = nil
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func (*HRandField) Writes() backends.Writes { return backends.ReadOnly }
 func (op *HRandField) Run(v backends.View) error {
 	op.found, op.fields, op.vals = false, op.fields[:0], op.vals[:0]
 	op.poolF, op.poolV, op.poolN = nil, nil, 0
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if h == nil || err != nil {
 		return err
 	}

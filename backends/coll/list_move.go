@@ -64,14 +64,14 @@ func (*LMove) Writes() backends.Writes { return backends.WritesAll }
 // source whole.
 func (op *LMove) Run(v backends.View) error {
 	op.Elem, op.Found = nil, false
-	src, err := listOf(v, 0)
+	src, err := collOf[*List](v, 0)
 	if op.Woken && errors.Is(err, backends.ErrWrongType) {
 		return nil
 	}
 	if src == nil || err != nil {
 		return err
 	}
-	dst, err := listOf(v, 1)
+	dst, err := collOf[*List](v, 1)
 	if err != nil {
 		return err
 	}

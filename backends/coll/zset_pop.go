@@ -67,7 +67,7 @@ func (*ZPop) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *ZPop) Run(v backends.View) error {
 	op.Found, op.Popped = false, op.Popped[:0]
-	z, err := zsetOf(v, 0)
+	z, err := collOf[*ZSet](v, 0)
 	if z == nil || err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func (*ZRandMember) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *ZRandMember) Run(v backends.View) error {
 	op.found, op.picks = false, op.picks[:0]
-	z, err := zsetOf(v, 0)
+	z, err := collOf[*ZSet](v, 0)
 	if z == nil || err != nil {
 		return err
 	}
