@@ -25,6 +25,15 @@ func is(arg []byte, w string) bool {
 	return true
 }
 
+// either is yes when b, else no: which of two names a flag picks (a
+// command's, ZPOPMIN or ZPOPMAX; an end's; an encoding's).
+func either(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}
+
 // lower is a command's name in lowercase, for error texts.
 func lower(name []byte) string {
 	b := make([]byte, len(name))

@@ -161,23 +161,8 @@ func commandEvents(op backends.Op, yield func(Event)) {
 	}
 }
 
-func pushName(e End) string {
-	if e == Left {
-		return "lpush"
-	}
-	return "rpush"
-}
+func pushName(e End) string { return either(e == Left, "lpush", "rpush") }
 
-func popName(e End) string {
-	if e == Left {
-		return "lpop"
-	}
-	return "rpop"
-}
+func popName(e End) string { return either(e == Left, "lpop", "rpop") }
 
-func zpopName(max bool) string {
-	if max {
-		return "zpopmax"
-	}
-	return "zpopmin"
-}
+func zpopName(max bool) string { return either(max, "zpopmax", "zpopmin") }

@@ -27,12 +27,7 @@ func ParseHSet(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *HSet) Name() string {
-	if op.hmset {
-		return "hmset"
-	}
-	return "hset"
-}
+func (op *HSet) Name() string         { return either(op.hmset, "hmset", "hset") }
 func (*HSet) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HSet) Run(v backends.View) error {
@@ -79,12 +74,7 @@ func ParseHGet(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *HGet) Name() string {
-	if op.StrLen {
-		return "hstrlen"
-	}
-	return "hget"
-}
+func (op *HGet) Name() string         { return either(op.StrLen, "hstrlen", "hget") }
 func (*HGet) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HGet) Run(v backends.View) error {

@@ -106,12 +106,7 @@ func ParseLPop(args [][]byte) (Command, error) { return parsePop(args, Left) }
 // ParseRPop reads RPOP key [count].
 func ParseRPop(args [][]byte) (Command, error) { return parsePop(args, Right) }
 
-func (op *Pop) Name() string {
-	if op.End == Left {
-		return "lpop"
-	}
-	return "rpop"
-}
+func (op *Pop) Name() string         { return popName(op.End) }
 func (*Pop) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *Pop) Run(v backends.View) error {

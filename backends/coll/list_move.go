@@ -51,12 +51,7 @@ func ParseRPopLPush(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *LMove) Name() string {
-	if op.rpoplpush {
-		return "rpoplpush"
-	}
-	return "lmove"
-}
+func (op *LMove) Name() string         { return either(op.rpoplpush, "rpoplpush", "lmove") }
 func (*LMove) Writes() backends.Writes { return backends.WritesAll }
 
 // Run checks the source, then the destination's type, before it changes

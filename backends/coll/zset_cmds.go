@@ -91,12 +91,7 @@ options:
 	return op, nil
 }
 
-func (op *ZAdd) Name() string {
-	if op.incrby {
-		return "zincrby"
-	}
-	return "zadd"
-}
+func (op *ZAdd) Name() string         { return either(op.incrby, "zincrby", "zadd") }
 func (*ZAdd) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *ZAdd) Run(v backends.View) error {
@@ -255,12 +250,7 @@ func ParseZRank(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *ZRank) Name() string {
-	if op.Rev {
-		return "zrevrank"
-	}
-	return "zrank"
-}
+func (op *ZRank) Name() string         { return either(op.Rev, "zrevrank", "zrank") }
 func (*ZRank) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *ZRank) Run(v backends.View) error {

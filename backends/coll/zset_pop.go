@@ -57,12 +57,7 @@ func ParseZPop(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *ZPop) Name() string {
-	if op.Max {
-		return "zpopmax"
-	}
-	return "zpopmin"
-}
+func (op *ZPop) Name() string         { return zpopName(op.Max) }
 func (*ZPop) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *ZPop) Run(v backends.View) error {
@@ -196,12 +191,7 @@ func ParseBZPop(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *BZPop) Name() string {
-	if op.max {
-		return "bzpopmax"
-	}
-	return "bzpopmin"
-}
+func (op *BZPop) Name() string { return either(op.max, "bzpopmax", "bzpopmin") }
 
 // Reply answers the key, the member and its score; when nothing was
 // popped (a BZPOPMIN in MULTI or a script, which never waits), what a
