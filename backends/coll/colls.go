@@ -10,8 +10,22 @@ import "github.com/pgcache/pgcache/backends"
 func collOf[C backends.Value](v backends.View, i int) (C, error) {
 	var c C // nil: its Type needs no value
 	val, err := v.Get(i, c.Type())
-	if val == nil || err != nil {
+	c, _ = val.(C) // nil when val is
+	return c, err
+}
+
+// collMade is collOf for a write that makes its key: one that does not
+// exist gets an empty collection, newC's.
+func collMade[C backends.Value](v backends.View, i int, newC func() C) (C, error) {
+	var c C
+	val, err := v.Get(i, c.Type())
+	switch {
+	case err != nil:
 		return c, err
+	case val == nil:
+		c = newC()
+		v.Put(i, c)
+		return c, nil
 	}
 	return val.(C), nil
 }

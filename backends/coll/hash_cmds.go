@@ -31,13 +31,9 @@ func (op *HSet) Name() string         { return either(op.hmset, "hmset", "hset")
 func (*HSet) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HSet) Run(v backends.View) error {
-	h, err := collOf[*Hash](v, 0)
+	h, err := collMade(v, 0, NewHash)
 	if err != nil {
 		return err
-	}
-	if h == nil {
-		h = NewHash()
-		v.Put(0, h)
 	}
 	op.Added = 0
 	for i := 0; i < len(op.Pairs); i += 2 {
@@ -115,13 +111,9 @@ func (*HSetNX) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HSetNX) Run(v backends.View) error {
 	op.Added = false
-	h, err := collOf[*Hash](v, 0)
+	h, err := collMade(v, 0, NewHash)
 	if err != nil {
 		return err
-	}
-	if h == nil {
-		h = NewHash()
-		v.Put(0, h)
 	}
 	if _, ok := h.Get(stringOf(op.Field)); ok {
 		return nil

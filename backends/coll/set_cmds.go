@@ -33,13 +33,9 @@ func (*SAdd) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *SAdd) Run(v backends.View) error {
 	op.Added = 0
-	s, err := collOf[*Set](v, 0)
+	s, err := collMade(v, 0, NewSet)
 	if err != nil {
 		return err
-	}
-	if s == nil {
-		s = NewSet()
-		v.Put(0, s)
 	}
 	for _, m := range op.Members {
 		if !s.Has(stringOf(m)) && s.Add(string(m)) {
