@@ -41,13 +41,13 @@ func (op *HIncrBy) Run(v backends.View) error {
 	if h != nil {
 		if cur, ok := h.Get(stringOf(op.Field)); ok {
 			if old, ok = backends.ParseInt(cur); !ok {
-				return ErrHashNotInt
+				return errHashNotInt
 			}
 		}
 	}
 	if op.Incr < 0 && old < 0 && op.Incr < minInt64-old ||
 		op.Incr > 0 && old > 0 && op.Incr > maxInt64-old {
-		return ErrIncrOverflow
+		return errIncrOverflow
 	}
 	if h == nil {
 		h = NewHash()

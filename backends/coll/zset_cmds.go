@@ -119,7 +119,7 @@ func (op *ZAdd) Run(v backends.View) error {
 			cur := x.score
 			if op.Incr {
 				if s += cur; math.IsNaN(s) {
-					return ErrNaNScore
+					return errNaNScore
 				}
 			}
 			if (op.LT && s >= cur) || (op.GT && s <= cur) {
