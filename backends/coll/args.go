@@ -55,6 +55,15 @@ func clone(b []byte) []byte {
 	return slices.Clone(b)
 }
 
+// parsed is the answer of a parser whose op reads its own arguments: op,
+// or err and no Command (not a nil op in one).
+func parsed(op Command, err error) (Command, error) {
+	if err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
 // keysAt is the KeyAt of n keys from args[first].
 func keysAt(first, n int) []int {
 	at := make([]int, n)

@@ -49,10 +49,7 @@ type BLMPop struct {
 // count]; Redis checks the timeout last.
 func ParseBLMPop(args [][]byte) (Command, error) {
 	op := &BLMPop{}
-	if err := op.parse(args, true); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return parsed(op, op.parse(args, true))
 }
 
 func (*BLMPop) Name() string   { return "blmpop" }

@@ -25,10 +25,7 @@ type LMove struct {
 // ParseLMove reads LMOVE source destination LEFT|RIGHT LEFT|RIGHT.
 func ParseLMove(args [][]byte) (Command, error) {
 	op := &LMove{}
-	if err := op.parse(args); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return parsed(op, op.parse(args))
 }
 
 // parse reads [B]LMOVE's source, destination and ends.
@@ -98,10 +95,7 @@ type LMPop struct {
 // ParseLMPop reads LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count].
 func ParseLMPop(args [][]byte) (Command, error) {
 	op := &LMPop{}
-	if err := op.parse(args, false); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return parsed(op, op.parse(args, false))
 }
 
 // parse reads LMPOP's arguments, or BLMPOP's (blocking).

@@ -110,10 +110,7 @@ type ZMPop struct {
 // ParseZMPop reads ZMPOP.
 func ParseZMPop(args [][]byte) (Command, error) {
 	op := &ZMPop{}
-	if err := op.parse(args, false); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return parsed(op, op.parse(args, false))
 }
 
 // parse reads ZMPOP's arguments, or BZMPOP's (blocking).
@@ -163,10 +160,7 @@ type BZMPop struct {
 // ParseBZMPop reads BZMPOP.
 func ParseBZMPop(args [][]byte) (Command, error) {
 	op := &BZMPop{}
-	if err := op.parse(args, true); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return parsed(op, op.parse(args, true))
 }
 
 func (*BZMPop) Name() string   { return "bzmpop" }
