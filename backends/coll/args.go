@@ -80,14 +80,12 @@ type IndexRange struct {
 	Start, Stop int64
 }
 
-// parseIndexRange reads start and stop, integers.
-func parseIndexRange(start, stop []byte) (IndexRange, error) {
-	var r IndexRange
-	var err error
+// parse reads start and stop, integers.
+func (r *IndexRange) parse(start, stop []byte) (err error) {
 	if r.Start, err = longArg(start); err == nil {
 		r.Stop, err = longArg(stop)
 	}
-	return r, err
+	return err
 }
 
 // span is the range over n members as indexes 0 <= from <= to < n, or ok

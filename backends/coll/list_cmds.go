@@ -146,13 +146,9 @@ type LRange struct {
 
 // ParseLRange reads LRANGE key start stop.
 func ParseLRange(args [][]byte) (Command, error) {
-	r, err := parseIndexRange(args[2], args[3])
-	if err != nil {
-		return nil, err
-	}
-	op := &LRange{IndexRange: r}
+	op := &LRange{}
 	op.Args, op.KeyAt = args, at1
-	return op, nil
+	return parsed(op, op.IndexRange.parse(args[2], args[3]))
 }
 
 func (*LRange) Name() string            { return "lrange" }
@@ -335,13 +331,9 @@ type LTrim struct {
 
 // ParseLTrim reads LTRIM key start stop.
 func ParseLTrim(args [][]byte) (Command, error) {
-	r, err := parseIndexRange(args[2], args[3])
-	if err != nil {
-		return nil, err
-	}
-	op := &LTrim{IndexRange: r}
+	op := &LTrim{}
 	op.Args, op.KeyAt = args, at1
-	return op, nil
+	return parsed(op, op.IndexRange.parse(args[2], args[3]))
 }
 
 func (*LTrim) Name() string            { return "ltrim" }

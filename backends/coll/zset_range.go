@@ -34,7 +34,7 @@ func parseBounds(by RangeBy, lo, hi []byte) (Bounds, error) {
 	var err error
 	switch by {
 	case ByRank:
-		b.IndexRange, err = parseIndexRange(lo, hi)
+		err = b.IndexRange.parse(lo, hi)
 	case ByScore:
 		b.Score, err = parseScoreRange(lo, hi)
 	case ByLex:
