@@ -25,6 +25,15 @@ func is(arg []byte, w string) bool {
 	return true
 }
 
+// either is yes when b, else no: which of two names a flag picks (a
+// command's, ZPOPMIN or ZPOPMAX; an end's; an encoding's).
+func either(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}
+
 // lower is a command's name in lowercase, for error texts.
 func lower(name []byte) string {
 	b := make([]byte, len(name))
@@ -46,6 +55,15 @@ func clone(b []byte) []byte {
 	return slices.Clone(b)
 }
 
+// parsed is the answer of a parser whose op reads its own arguments: op,
+// or err and no Command (not a nil op in one).
+func parsed(op Command, err error) (Command, error) {
+	if err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
 // keysAt is the KeyAt of n keys from args[first].
 func keysAt(first, n int) []int {
 	at := make([]int, n)
@@ -62,14 +80,12 @@ type IndexRange struct {
 	Start, Stop int64
 }
 
-// parseIndexRange reads start and stop, integers.
-func parseIndexRange(start, stop []byte) (IndexRange, error) {
-	var r IndexRange
-	var err error
+// parse reads start and stop, integers.
+func (r *IndexRange) parse(start, stop []byte) (err error) {
 	if r.Start, err = longArg(start); err == nil {
 		r.Stop, err = longArg(stop)
 	}
-	return r, err
+	return err
 }
 
 // span is the range over n members as indexes 0 <= from <= to < n, or ok

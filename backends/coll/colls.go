@@ -5,6 +5,31 @@ import "github.com/pgcache/pgcache/backends"
 // The commands that are one command over any kind of collection, each an
 // Op that names the kind it serves: the parser of each form fixes it.
 
+// collOf returns keys[i]'s collection of C's type (*Hash, *Set, *ZSet or
+// *List), nil when the key does not exist.
+func collOf[C backends.Value](v backends.View, i int) (C, error) {
+	var c C // nil: its Type needs no value
+	val, err := v.Get(i, c.Type())
+	c, _ = val.(C) // nil when val is
+	return c, err
+}
+
+// collMade is collOf for a write that makes its key: one that does not
+// exist gets an empty collection, newC's.
+func collMade[C backends.Value](v backends.View, i int, newC func() C) (C, error) {
+	var c C
+	val, err := v.Get(i, c.Type())
+	switch {
+	case err != nil:
+		return c, err
+	case val == nil:
+		c = newC()
+		v.Put(i, c)
+		return c, nil
+	}
+	return val.(C), nil
+}
+
 // collNames are the names of one command over each kind of collection, by
 // backends.Type.
 type collNames [backends.TypeHash + 1]string

@@ -35,7 +35,7 @@ var Commands = []Spec{
 	{Name: "hdel", Parse: ParseHDel, Arity: -3, Write: true, First: 1, Last: 1, Step: 1, Small: always},
 	{Name: "hexists", Parse: ParseHExists, Arity: 3, First: 1, Last: 1, Step: 1, Small: always},
 	{Name: "hlen", Parse: ParseHLen, Arity: 2, First: 1, Last: 1, Step: 1, Small: always},
-	{Name: "hstrlen", Parse: ParseHStrLen, Arity: 3, First: 1, Last: 1, Step: 1, Small: always},
+	{Name: "hstrlen", Parse: ParseHGet, Arity: 3, First: 1, Last: 1, Step: 1, Small: always},
 	{Name: "hkeys", Parse: ParseHGetAll, Arity: 2, First: 1, Last: 1, Step: 1},
 	{Name: "hvals", Parse: ParseHGetAll, Arity: 2, First: 1, Last: 1, Step: 1},
 	{Name: "hgetall", Parse: ParseHGetAll, Arity: 2, First: 1, Last: 1, Step: 1},

@@ -43,17 +43,14 @@ const (
 	errIncrNaN      = backends.Refusal("ERR value is NaN or Infinity")
 	errResultNaN    = backends.Refusal("ERR increment would produce NaN or Infinity")
 	errSortNotFloat = backends.Refusal("ERR One or more scores can't be converted into double")
+	errHashNotInt   = backends.Refusal("ERR hash value is not an integer")
+	errIncrOverflow = backends.Refusal("ERR increment or decrement would overflow")
+	errNaNScore     = backends.Refusal("ERR resulting score is not a number (NaN)") // ZADD INCR or ZINCRBY of inf by -inf
 )
 
-// The errors of a command's run that a store doing the command itself
-// (PostgreSQL) answers as Run would.
+// The errors of LSET, which a store doing it itself (PostgreSQL) answers
+// as Run would.
 const (
-	// ErrHashNotInt: HINCRBY of a field that does not hold an integer.
-	ErrHashNotInt = backends.Refusal("ERR hash value is not an integer")
-	// ErrIncrOverflow: HINCRBY past int64.
-	ErrIncrOverflow = backends.Refusal("ERR increment or decrement would overflow")
-	// ErrNaNScore: ZADD INCR or ZINCRBY of inf by -inf.
-	ErrNaNScore = backends.Refusal("ERR resulting score is not a number (NaN)")
 	// ErrNoSuchKey: LSET of a key that does not exist.
 	ErrNoSuchKey = backends.Refusal("ERR no such key")
 	// ErrIndexRange: LSET past either end.

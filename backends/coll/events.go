@@ -79,25 +79,25 @@ func Events(op backends.Op, yield func(Event)) {
 func commandEvents(op backends.Op, yield func(Event)) {
 	ev := func(class byte, name string, key int) { yield(Event{Class: class, Name: name, Key: key}) }
 	from := func(class byte, name string, key []byte) { yield(Event{Class: class, Name: name, KeyName: key}) }
+	// on sends a command's one event about its key when it changed the key.
+	on := func(changed bool, class byte, name string) {
+		if changed {
+			ev(class, name, 0)
+		}
+	}
 	switch op := op.(type) {
 	case *HSet:
 		ev(ClassHash, "hset", 0)
 	case *HSetNX:
-		if op.Added {
-			ev(ClassHash, "hset", 0)
-		}
+		on(op.Added, ClassHash, "hset")
 	case *Rem:
-		if op.Removed > 0 {
-			ev(classOf[op.Type], op.Name(), 0)
-		}
+		on(op.Removed > 0, classOf[op.Type], op.Name())
 	case *HIncrBy:
 		ev(ClassHash, "hincrby", 0)
 	case *HIncrByFloat:
 		ev(ClassHash, "hincrbyfloat", 0)
 	case *SAdd:
-		if op.Added > 0 {
-			ev(ClassSet, "sadd", 0)
-		}
+		on(op.Added > 0, ClassSet, "sadd")
 	case *SMove:
 		if op.moved && !op.same { // the source's del before the add, as Redis sends them
 			ev(ClassSet, "srem", 0)
@@ -107,58 +107,32 @@ func commandEvents(op backends.Op, yield func(Event)) {
 			ev(ClassSet, "sadd", 1)
 		}
 	case *SPop:
-		if len(op.out) > 0 {
-			ev(ClassSet, "spop", 0)
-		}
+		on(len(op.out) > 0, ClassSet, "spop")
 	case *SetOp:
-		if op.store && op.n > 0 {
-			ev(ClassSet, op.name, 0)
-		}
+		on(op.store && op.n > 0, ClassSet, op.name)
 	case *Sort:
-		if op.n > 0 {
-			ev(ClassList, "sortstore", 0)
-		}
+		on(op.n > 0, ClassList, "sortstore")
 	case *ZAdd:
-		switch {
-		case op.Incr && op.Done:
-			ev(ClassZSet, "zincr", 0)
-		case !op.Incr && op.Added+op.Updated > 0:
-			ev(ClassZSet, "zadd", 0)
-		}
+		on(op.Incr && op.Done, ClassZSet, "zincr")
+		on(!op.Incr && op.Added+op.Updated > 0, ClassZSet, "zadd")
 	case *ZRemRange:
-		if op.Removed > 0 {
-			ev(ClassZSet, op.Name(), 0)
-		}
+		on(op.Removed > 0, ClassZSet, op.Name())
 	case *ZPop:
-		if len(op.Popped) > 0 {
-			ev(ClassZSet, op.Name(), 0)
-		}
+		on(len(op.Popped) > 0, ClassZSet, op.Name())
 	case *ZRange:
-		if op.Store && op.Stored > 0 {
-			ev(ClassZSet, "zrangestore", 0)
-		}
+		on(op.Store && op.Stored > 0, ClassZSet, "zrangestore")
 	case *ZSetOp:
-		if op.store && len(op.result) > 0 {
-			ev(ClassZSet, op.name, 0)
-		}
+		on(op.store && len(op.result) > 0, ClassZSet, op.name)
 	case *Push:
-		if op.Len > 0 {
-			ev(ClassList, pushName(op.End), 0)
-		}
+		on(op.Len > 0, ClassList, pushName(op.End))
 	case *Pop:
-		if len(op.Elems) > 0 {
-			ev(ClassList, popName(op.End), 0)
-		}
+		on(len(op.Elems) > 0, ClassList, popName(op.End))
 	case *LSet:
 		ev(ClassList, "lset", 0)
 	case *LInsert:
-		if op.result > 0 {
-			ev(ClassList, "linsert", 0)
-		}
+		on(op.result > 0, ClassList, "linsert")
 	case *LRem:
-		if op.removed > 0 {
-			ev(ClassList, "lrem", 0)
-		}
+		on(op.removed > 0, ClassList, "lrem")
 	case *LTrim:
 		ev(ClassList, "ltrim", 0)
 	case *LMove:
@@ -187,23 +161,8 @@ func commandEvents(op backends.Op, yield func(Event)) {
 	}
 }
 
-func pushName(e End) string {
-	if e == Left {
-		return "lpush"
-	}
-	return "rpush"
-}
+func pushName(e End) string { return either(e == Left, "lpush", "rpush") }
 
-func popName(e End) string {
-	if e == Left {
-		return "lpop"
-	}
-	return "rpop"
-}
+func popName(e End) string { return either(e == Left, "lpop", "rpop") }
 
-func zpopName(max bool) string {
-	if max {
-		return "zpopmax"
-	}
-	return "zpopmin"
-}
+func zpopName(max bool) string { return either(max, "zpopmax", "zpopmin") }

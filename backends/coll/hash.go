@@ -131,12 +131,7 @@ func (h *Hash) Random() (string, []byte) {
 
 // Encoding is what OBJECT ENCODING reports: listpack while the hash has
 // never had more fields, or a longer field or value, than l allows.
-func (h *Hash) Encoding(l *Limits) string {
-	if h.small(l) {
-		return "listpack"
-	}
-	return "hashtable"
-}
+func (h *Hash) Encoding(l *Limits) string { return either(h.small(l), "listpack", "hashtable") }
 
 // small reports whether the hash is a listpack to Redis under l (nil:
 // DefaultLimits): returned whole by HSCAN, kept in insertion order.

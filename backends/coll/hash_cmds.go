@@ -9,15 +9,6 @@ import "github.com/pgcache/pgcache/backends"
 // HLEN, HDEL and HEXISTS, which other types have too, are in colls.go,
 // HSCAN in scan.go.
 
-// hashOf returns keys[i]'s hash, nil when the key does not exist.
-func hashOf(v backends.View, i int) (*Hash, error) {
-	val, err := v.Get(i, backends.TypeHash)
-	if val == nil || err != nil {
-		return nil, err
-	}
-	return val.(*Hash), nil
-}
-
 // HSet is HSET key field value [field value ...], and HMSET, which answers OK.
 type HSet struct {
 	backends.Passed
@@ -36,22 +27,13 @@ func ParseHSet(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *HSet) Name() string {
-	if op.hmset {
-		return "hmset"
-	}
-	return "hset"
-}
+func (op *HSet) Name() string         { return either(op.hmset, "hmset", "hset") }
 func (*HSet) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HSet) Run(v backends.View) error {
-	h, err := hashOf(v, 0)
+	h, err := collMade(v, 0, NewHash)
 	if err != nil {
 		return err
-	}
-	if h == nil {
-		h = NewHash()
-		v.Put(0, h)
 	}
 	op.Added = 0
 	for i := 0; i < len(op.Pairs); i += 2 {
@@ -70,35 +52,45 @@ func (op *HSet) Reply(w Writer) {
 	w.Int(op.Added)
 }
 
-// HGet is HGET key field.
+// HGet is HGET key field, and HSTRLEN key field, which answers the
+// value's length.
 type HGet struct {
 	backends.Passed
-	Field []byte
-	Value []byte // result
-	Found bool   // result
+	Field  []byte
+	StrLen bool   // HSTRLEN
+	Value  []byte // result
+	Found  bool   // result
+	Len    int64  // result: the value's length
 }
 
-// ParseHGet reads HGET.
+// ParseHGet reads HGET and HSTRLEN.
 func ParseHGet(args [][]byte) (Command, error) {
-	op := &HGet{Field: args[2]}
+	op := &HGet{Field: args[2], StrLen: is(args[0], "hstrlen")}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
 
-func (*HGet) Name() string            { return "hget" }
+func (op *HGet) Name() string         { return either(op.StrLen, "hstrlen", "hget") }
 func (*HGet) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HGet) Run(v backends.View) error {
-	op.Value, op.Found = nil, false
-	h, err := hashOf(v, 0)
+	op.Value, op.Found, op.Len = nil, false, 0
+	h, err := collOf[*Hash](v, 0)
 	if h == nil || err != nil {
 		return err
 	}
 	op.Value, op.Found = h.Get(stringOf(op.Field))
+	op.Len = int64(len(op.Value))
 	return nil
 }
 
-func (op *HGet) Reply(w Writer) { bulkOrNull(w, op.Value, op.Found) }
+func (op *HGet) Reply(w Writer) {
+	if op.StrLen {
+		w.Int(op.Len)
+		return
+	}
+	bulkOrNull(w, op.Value, op.Found)
+}
 
 // HSetNX is HSETNX key field value.
 type HSetNX struct {
@@ -119,13 +111,9 @@ func (*HSetNX) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HSetNX) Run(v backends.View) error {
 	op.Added = false
-	h, err := hashOf(v, 0)
+	h, err := collMade(v, 0, NewHash)
 	if err != nil {
 		return err
-	}
-	if h == nil {
-		h = NewHash()
-		v.Put(0, h)
 	}
 	if _, ok := h.Get(stringOf(op.Field)); ok {
 		return nil
@@ -155,7 +143,7 @@ func (*HMGet) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HMGet) Run(v backends.View) error {
 	op.Values = op.Values[:0]
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if err != nil {
 		return err
 	}
@@ -173,36 +161,6 @@ func (op *HMGet) Run(v backends.View) error {
 }
 
 func (op *HMGet) Reply(w Writer) { bulksOrNull(w, op.Values) }
-
-// HStrLen is HSTRLEN key field.
-type HStrLen struct {
-	backends.Passed
-	Field []byte
-	Len   int64 // result
-}
-
-// ParseHStrLen reads HSTRLEN.
-func ParseHStrLen(args [][]byte) (Command, error) {
-	op := &HStrLen{Field: args[2]}
-	op.Args, op.KeyAt = args, at1
-	return op, nil
-}
-
-func (*HStrLen) Name() string            { return "hstrlen" }
-func (*HStrLen) Writes() backends.Writes { return backends.ReadOnly }
-
-func (op *HStrLen) Run(v backends.View) error {
-	op.Len = 0
-	h, err := hashOf(v, 0)
-	if h == nil || err != nil {
-		return err
-	}
-	val, _ := h.Get(stringOf(op.Field))
-	op.Len = int64(len(val))
-	return nil
-}
-
-func (op *HStrLen) Reply(w Writer) { w.Int(op.Len) }
 
 // HGetAll is HGETALL key, and HKEYS and HVALS, which answer half of it.
 type HGetAll struct {
@@ -231,7 +189,7 @@ func (*HGetAll) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *HGetAll) Run(v backends.View) error {
 	op.out = op.out[:0]
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if h == nil || err != nil {
 		return err
 	}

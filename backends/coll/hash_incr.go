@@ -33,7 +33,7 @@ func (*HIncrBy) Name() string            { return "hincrby" }
 func (*HIncrBy) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HIncrBy) Run(v backends.View) error {
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if err != nil {
 		return err
 	}
@@ -41,13 +41,13 @@ func (op *HIncrBy) Run(v backends.View) error {
 	if h != nil {
 		if cur, ok := h.Get(stringOf(op.Field)); ok {
 			if old, ok = backends.ParseInt(cur); !ok {
-				return ErrHashNotInt
+				return errHashNotInt
 			}
 		}
 	}
 	if op.Incr < 0 && old < 0 && op.Incr < minInt64-old ||
 		op.Incr > 0 && old > 0 && op.Incr > maxInt64-old {
-		return ErrIncrOverflow
+		return errIncrOverflow
 	}
 	if h == nil {
 		h = NewHash()
@@ -93,7 +93,7 @@ func (*HIncrByFloat) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *HIncrByFloat) Run(v backends.View) error {
 	op.result = nil
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if err != nil {
 		return err
 	}

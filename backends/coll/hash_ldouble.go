@@ -95,13 +95,9 @@ func parseLD(b []byte) (ld, bool) {
 // parseDecLD reads digits [. digits] [e [sign] digits], one digit at least
 // before the exponent.
 func parseDecLD(s string) (ld, ldRange, bool) {
-	digits, frac, exp, ok := scanLD(s, 10, 'e')
-	if !ok {
-		return ld{}, ldOK, false
-	}
-	n, trimmed := digitsInt(digits, 10)
-	if n.Sign() == 0 {
-		return ld{}, ldOK, true
+	n, trimmed, frac, exp, ok := scanLD(s, 10, 'e')
+	if !ok || n.Sign() == 0 {
+		return ld{}, ldOK, ok
 	}
 	// digits without their leading zeros are `trimmed` digits and stand
 	// for n × 10^(exp - frac).
@@ -125,13 +121,9 @@ func parseDecLD(s string) (ld, ldRange, bool) {
 // parseHexLD reads what follows "0x": hex digits [. hex digits] [p [sign]
 // digits], one hex digit at least.
 func parseHexLD(s string) (ld, ldRange, bool) {
-	digits, frac, exp, ok := scanLD(s, 16, 'p')
-	if !ok {
-		return ld{}, ldOK, false
-	}
-	n, _ := digitsInt(digits, 16)
-	if n.Sign() == 0 {
-		return ld{}, ldOK, true
+	n, _, frac, exp, ok := scanLD(s, 16, 'p')
+	if !ok || n.Sign() == 0 {
+		return ld{}, ldOK, ok
 	}
 	e := exp - 4*frac
 	top := n.BitLen() - 1 + e
@@ -148,22 +140,24 @@ func parseHexLD(s string) (ld, ldRange, bool) {
 // scanLD reads the whole of s as digits of base [. digits] [x [sign]
 // digits], x the exponent's letter (e, or p after hexadecimal digits) in
 // either case, one digit at least before the exponent. It returns the
-// digits without the point, how many of them followed it, and the
-// exponent.
-func scanLD(s string, base int, x byte) (digits string, frac, exp int, ok bool) {
+// number the digits spell without the point (n, nil when not ok), how
+// many digits that is without its leading zeros, how many of them followed
+// the point, and the exponent.
+func scanLD(s string, base int, x byte) (n *big.Int, digits, frac, exp int, ok bool) {
 	mant, fr, rest, ok := scanDigits(s, base)
 	if !ok {
-		return "", 0, 0, false
+		return nil, 0, 0, 0, false
 	}
 	if rest != "" {
 		if rest[0]|0x20 != x {
-			return "", 0, 0, false
+			return nil, 0, 0, 0, false
 		}
 		if exp, ok = ldExponent(rest[1:]); !ok {
-			return "", 0, 0, false
+			return nil, 0, 0, 0, false
 		}
 	}
-	return mant + fr, len(fr), exp, true
+	n, digits = digitsInt(mant+fr, base)
+	return n, digits, len(fr), exp, true
 }
 
 // scanDigits splits s into the digits before and after a point, and what

@@ -8,7 +8,8 @@ import (
 
 // HRANDFIELD, and the random picks it shares with SRANDMEMBER and SPOP.
 
-// parseRandCount reads the count of HRANDFIELD and SRANDMEMBER.
+// parseRandCount reads the count of HRANDFIELD, SRANDMEMBER and
+// ZRANDMEMBER.
 func parseRandCount(b []byte) (int64, error) {
 	n, ok := backends.ParseInt(b)
 	switch {
@@ -18,6 +19,27 @@ func parseRandCount(b []byte) (int64, error) {
 		return 0, errCountRange
 	}
 	return n, nil
+}
+
+// parseRandPairs reads the [count [with]] of HRANDFIELD (with is
+// "withvalues") and ZRANDMEMBER ("withscores"), the count first as Redis
+// does: the count, whether it was given, and whether with was.
+func parseRandPairs(args [][]byte, with string) (n int64, given, pairs bool, err error) {
+	if len(args) < 3 {
+		return 0, false, false, nil
+	}
+	if n, err = parseRandCount(args[2]); err != nil {
+		return 0, false, false, err
+	}
+	if len(args) > 4 || len(args) == 4 && !is(args[3], with) {
+		return 0, false, false, errSyntax
+	}
+	pairs = len(args) == 4
+	// The pairs of a negative count are counted twice in a long.
+	if pairs && (n < -maxInt64/2 || n > maxInt64/2) {
+		return 0, false, false, errOutOfRange
+	}
+	return n, true, pairs, nil
 }
 
 // distinct returns count distinct indexes of [0, n), 0 < count < n, each
@@ -79,21 +101,11 @@ type HRandField struct {
 
 // ParseHRandField reads HRANDFIELD.
 func ParseHRandField(args [][]byte) (Command, error) {
-	op := &HRandField{}
-	if len(args) >= 3 {
-		n, err := parseRandCount(args[2])
-		if err != nil {
-			return nil, err
-		}
-		if len(args) > 4 || len(args) == 4 && !is(args[3], "withvalues") {
-			return nil, errSyntax
-		}
-		op.count, op.withCount, op.withValues = n, true, len(args) == 4
-		// The pairs of a negative count are counted twice in a long.
-		if op.withValues && (n < -maxInt64/2 || n > maxInt64/2) {
-			return nil, errOutOfRange
-		}
+	n, given, pairs, err := parseRandPairs(args, "withvalues")
+	if err != nil {
+		return nil, err
 	}
+	op := &HRandField{count: n, withCount: given, withValues: pairs}
 	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
@@ -105,7 +117,7 @@ func (*HRandField) Writes() backends.Writes { return backends.ReadOnly }
 func (op *HRandField) Run(v backends.View) error {
 	op.found, op.fields, op.vals = false, op.fields[:0], op.vals[:0]
 	op.poolF, op.poolV, op.poolN = nil, nil, 0
-	h, err := hashOf(v, 0)
+	h, err := collOf[*Hash](v, 0)
 	if h == nil || err != nil {
 		return err
 	}

@@ -71,12 +71,7 @@ func ParseMemoryUsage(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *Inspect) Name() string {
-	if op.memory {
-		return "memory"
-	}
-	return "object"
-}
+func (op *Inspect) Name() string         { return either(op.memory, "memory", "object") }
 func (*Inspect) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *Inspect) Run(v backends.View) error {

@@ -9,12 +9,7 @@ const (
 )
 
 // String is the end's name as LMOVE takes it.
-func (e End) String() string {
-	if e == Left {
-		return "left"
-	}
-	return "right"
-}
+func (e End) String() string { return either(e == Left, "left", "right") }
 
 // endArg reads LEFT or RIGHT, any case.
 func endArg(b []byte) (End, error) {

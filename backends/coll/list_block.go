@@ -36,13 +36,8 @@ func ParseBRPopLPush(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *BLMove) Name() string {
-	if op.rpoplpush {
-		return "brpoplpush"
-	}
-	return "blmove"
-}
-func (op *BLMove) Ready() bool { return op.Found }
+func (op *BLMove) Name() string { return either(op.rpoplpush, "brpoplpush", "blmove") }
+func (op *BLMove) Ready() bool  { return op.Found }
 
 // BLMPop is BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]:
 // LMPOP that waits for one of its keys.
@@ -54,10 +49,7 @@ type BLMPop struct {
 // count]; Redis checks the timeout last.
 func ParseBLMPop(args [][]byte) (Command, error) {
 	op := &BLMPop{}
-	if err := op.parse(args, true); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return parsed(op, op.parse(args, true))
 }
 
 func (*BLMPop) Name() string   { return "blmpop" }
@@ -86,21 +78,12 @@ func ParseBLPop(args [][]byte) (Command, error) { return parseBPop(args, Left) }
 // ParseBRPop reads BRPOP key [key ...] timeout.
 func ParseBRPop(args [][]byte) (Command, error) { return parseBPop(args, Right) }
 
-func (op *BPop) Name() string {
-	if op.End == Left {
-		return "blpop"
-	}
-	return "brpop"
-}
+func (op *BPop) Name() string { return either(op.End == Left, "blpop", "brpop") }
 
 func (op *BPop) Reply(w Writer) {
-	if !op.Found {
-		w.NullArray()
-		return
+	if poppedFrom(w, op.Key, op.Found, 2) {
+		w.Bulk(op.Elems[0])
 	}
-	w.Array(2)
-	w.Bulk(op.Key)
-	w.Bulk(op.Elems[0])
 }
 
 var (

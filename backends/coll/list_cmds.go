@@ -10,15 +10,6 @@ import "github.com/pgcache/pgcache/backends"
 // others keep theirs unexported: a store runs them with Run. LLEN is in
 // colls.go, with the other types' counts.
 
-// listOf returns keys[i]'s list, nil when the key does not exist.
-func listOf(v backends.View, i int) (*List, error) {
-	val, err := v.Get(i, backends.TypeList)
-	if val == nil || err != nil {
-		return nil, err
-	}
-	return val.(*List), nil
-}
-
 // Push is LPUSH, RPUSH, LPUSHX and RPUSHX key element [element ...].
 type Push struct {
 	backends.Passed
@@ -61,7 +52,7 @@ func (*Push) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *Push) Run(v backends.View) error {
 	op.Len = 0
-	l, err := listOf(v, 0)
+	l, err := collOf[*List](v, 0)
 	if err != nil || (l == nil && op.X) {
 		return err
 	}
@@ -115,17 +106,12 @@ func ParseLPop(args [][]byte) (Command, error) { return parsePop(args, Left) }
 // ParseRPop reads RPOP key [count].
 func ParseRPop(args [][]byte) (Command, error) { return parsePop(args, Right) }
 
-func (op *Pop) Name() string {
-	if op.End == Left {
-		return "lpop"
-	}
-	return "rpop"
-}
+func (op *Pop) Name() string         { return popName(op.End) }
 func (*Pop) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *Pop) Run(v backends.View) error {
 	op.Found, op.Elems = false, op.Elems[:0]
-	l, err := listOf(v, 0)
+	l, err := collOf[*List](v, 0)
 	if l == nil || err != nil {
 		return err
 	}
@@ -160,13 +146,9 @@ type LRange struct {
 
 // ParseLRange reads LRANGE key start stop.
 func ParseLRange(args [][]byte) (Command, error) {
-	r, err := parseIndexRange(args[2], args[3])
-	if err != nil {
-		return nil, err
-	}
-	op := &LRange{IndexRange: r}
+	op := &LRange{}
 	op.Args, op.KeyAt = args, at1
-	return op, nil
+	return parsed(op, op.IndexRange.parse(args[2], args[3]))
 }
 
 func (*LRange) Name() string            { return "lrange" }
@@ -174,7 +156,7 @@ func (*LRange) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *LRange) Run(v backends.View) error {
 	op.Elems = nil
-	l, err := listOf(v, 0)
+	l, err := collOf[*List](v, 0)
 	if l == nil || err != nil {
 		return err
 	}
@@ -208,7 +190,7 @@ func (*LIndex) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *LIndex) Run(v backends.View) error {
 	op.Elem, op.Found = nil, false
-	l, err := listOf(v, 0)
+	l, err := collOf[*List](v, 0)
 	if l == nil || err != nil {
 		return err
 	}
@@ -241,7 +223,7 @@ func (*LSet) Name() string            { return "lset" }
 func (*LSet) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *LSet) Run(v backends.View) error {
-	l, err := listOf(v, 0)
+	l, err := collOf[*List](v, 0)
 	switch {
 	case err != nil:
 		return err
@@ -289,7 +271,7 @@ func (*LInsert) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *LInsert) Run(v backends.View) error {
 	op.result = 0
-	l, err := listOf(v, 0)
+	l, err := collOf[*List](v, 0)
 	if l == nil || err != nil {
 		return err
 	}
@@ -331,7 +313,7 @@ func (*LRem) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *LRem) Run(v backends.View) error {
 	op.removed = 0
-	l, err := listOf(v, 0)
+	l, err := collOf[*List](v, 0)
 	if l == nil || err != nil {
 		return err
 	}
@@ -349,20 +331,16 @@ type LTrim struct {
 
 // ParseLTrim reads LTRIM key start stop.
 func ParseLTrim(args [][]byte) (Command, error) {
-	r, err := parseIndexRange(args[2], args[3])
-	if err != nil {
-		return nil, err
-	}
-	op := &LTrim{IndexRange: r}
+	op := &LTrim{}
 	op.Args, op.KeyAt = args, at1
-	return op, nil
+	return parsed(op, op.IndexRange.parse(args[2], args[3]))
 }
 
 func (*LTrim) Name() string            { return "ltrim" }
 func (*LTrim) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *LTrim) Run(v backends.View) error {
-	l, err := listOf(v, 0)
+	l, err := collOf[*List](v, 0)
 	if l == nil || err != nil {
 		return err
 	}

@@ -25,10 +25,7 @@ type LMove struct {
 // ParseLMove reads LMOVE source destination LEFT|RIGHT LEFT|RIGHT.
 func ParseLMove(args [][]byte) (Command, error) {
 	op := &LMove{}
-	if err := op.parse(args); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return parsed(op, op.parse(args))
 }
 
 // parse reads [B]LMOVE's source, destination and ends.
@@ -51,12 +48,7 @@ func ParseRPopLPush(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *LMove) Name() string {
-	if op.rpoplpush {
-		return "rpoplpush"
-	}
-	return "lmove"
-}
+func (op *LMove) Name() string         { return either(op.rpoplpush, "rpoplpush", "lmove") }
 func (*LMove) Writes() backends.Writes { return backends.WritesAll }
 
 // Run checks the source, then the destination's type, before it changes
@@ -64,14 +56,14 @@ func (*LMove) Writes() backends.Writes { return backends.WritesAll }
 // source whole.
 func (op *LMove) Run(v backends.View) error {
 	op.Elem, op.Found = nil, false
-	src, err := listOf(v, 0)
+	src, err := collOf[*List](v, 0)
 	if op.Woken && errors.Is(err, backends.ErrWrongType) {
 		return nil
 	}
 	if src == nil || err != nil {
 		return err
 	}
-	dst, err := listOf(v, 1)
+	dst, err := collOf[*List](v, 1)
 	if err != nil {
 		return err
 	}
@@ -103,10 +95,7 @@ type LMPop struct {
 // ParseLMPop reads LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count].
 func ParseLMPop(args [][]byte) (Command, error) {
 	op := &LMPop{}
-	if err := op.parse(args, false); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return parsed(op, op.parse(args, false))
 }
 
 // parse reads LMPOP's arguments, or BLMPOP's (blocking).
@@ -189,11 +178,7 @@ func (op *LMPop) Run(v backends.View) error {
 }
 
 func (op *LMPop) Reply(w Writer) {
-	if !op.Found {
-		w.NullArray()
-		return
+	if poppedFrom(w, op.Key, op.Found, 2) {
+		bulks(w, op.Elems)
 	}
-	w.Array(2)
-	w.Bulk(op.Key)
-	bulks(w, op.Elems)
 }

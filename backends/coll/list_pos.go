@@ -53,7 +53,7 @@ func (*LPos) Writes() backends.Writes { return backends.ReadOnly }
 // the list whatever the numbers asked.
 func (op *LPos) Run(v backends.View) error {
 	op.found = op.found[:0]
-	l, err := listOf(v, 0)
+	l, err := collOf[*List](v, 0)
 	if l == nil || err != nil {
 		return err
 	}

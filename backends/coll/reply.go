@@ -128,6 +128,20 @@ func bulksOrNull(w Writer, elems [][]byte) {
 	}
 }
 
+// poppedFrom writes the head of the reply of a pop from the first of
+// several keys that holds something (LMPOP, BLPOP, ZMPOP, BZPOPMIN…): the
+// null array when nothing was popped, else an array of n whose first
+// element is that key. It reports whether the rest is to follow.
+func poppedFrom(w Writer, key []byte, found bool, n int) bool {
+	if !found {
+		w.NullArray()
+		return false
+	}
+	w.Array(n)
+	w.Bulk(key)
+	return true
+}
+
 // writeMembers writes members as a set (RESP3's ~, an array in RESP2).
 func writeMembers(w Writer, ms []string) {
 	w.Set(len(ms))

@@ -112,12 +112,7 @@ func (s *Set) Random() string { return s.members[rand.IntN(len(s.members))] }
 
 // Encoding is what OBJECT ENCODING reports: intset while every member the
 // set ever had was an integer and it never had more than l allows.
-func (s *Set) Encoding(l *Limits) string {
-	if s.intset(l) {
-		return "intset"
-	}
-	return "hashtable"
-}
+func (s *Set) Encoding(l *Limits) string { return either(s.intset(l), "intset", "hashtable") }
 
 // intset reports whether the set is an intset to Redis under l (nil:
 // DefaultLimits).

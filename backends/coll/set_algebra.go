@@ -18,7 +18,7 @@ import (
 func setsOf(v backends.View, from, n int) ([]*Set, error) {
 	sets := make([]*Set, n)
 	for i := range sets {
-		s, err := setOf(v, from+i)
+		s, err := collOf[*Set](v, from+i)
 		if err != nil {
 			return nil, err
 		}

@@ -14,15 +14,6 @@ import (
 // SCARD, SREM, SISMEMBER and SMISMEMBER, which other types have too, in
 // colls.go, SSCAN in scan.go.
 
-// setOf returns keys[i]'s set, nil when the key does not exist.
-func setOf(v backends.View, i int) (*Set, error) {
-	val, err := v.Get(i, backends.TypeSet)
-	if val == nil || err != nil {
-		return nil, err
-	}
-	return val.(*Set), nil
-}
-
 // SAdd is SADD key member [member ...].
 type SAdd struct {
 	backends.Passed
@@ -42,13 +33,9 @@ func (*SAdd) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *SAdd) Run(v backends.View) error {
 	op.Added = 0
-	s, err := setOf(v, 0)
+	s, err := collMade(v, 0, NewSet)
 	if err != nil {
 		return err
-	}
-	if s == nil {
-		s = NewSet()
-		v.Put(0, s)
 	}
 	for _, m := range op.Members {
 		if !s.Has(stringOf(m)) && s.Add(string(m)) {
@@ -79,7 +66,7 @@ func (*SMembers) Writes() backends.Writes { return backends.ReadOnly }
 // Run needs the View's Limits: an intset answers in numeric order.
 func (op *SMembers) Run(v backends.View) error {
 	op.out = nil
-	s, err := setOf(v, 0)
+	s, err := collOf[*Set](v, 0)
 	if s == nil || err != nil {
 		return err
 	}
@@ -116,11 +103,11 @@ func (op *SMove) Run(v backends.View) error {
 	op.moved, op.kept = false, 0b11
 	// Redis looks at the source first: a missing source answers 0 even
 	// when the destination is of another type.
-	src, err := setOf(v, 0)
+	src, err := collOf[*Set](v, 0)
 	if src == nil || err != nil {
 		return err
 	}
-	dst, err := setOf(v, 1)
+	dst, err := collOf[*Set](v, 1)
 	if err != nil {
 		return err
 	}

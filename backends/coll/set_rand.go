@@ -36,7 +36,7 @@ func (*SPop) Writes() backends.Writes { return backends.WritesAll }
 // numeric order from an intset.
 func (op *SPop) Run(v backends.View) error {
 	op.out = nil
-	s, err := setOf(v, 0)
+	s, err := collOf[*Set](v, 0)
 	if s == nil || err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (*SRandMember) Writes() backends.Writes { return backends.ReadOnly }
 // Run needs the View's Limits: a whole intset comes in numeric order.
 func (op *SRandMember) Run(v backends.View) error {
 	op.out, op.pool, op.poolN = nil, nil, 0
-	s, err := setOf(v, 0)
+	s, err := collOf[*Set](v, 0)
 	if s == nil || err != nil {
 		return err
 	}

@@ -87,12 +87,7 @@ func parseSort(args [][]byte, ro bool) (Command, error) {
 	return op, nil
 }
 
-func (op *Sort) Name() string {
-	if op.ro {
-		return "sort_ro"
-	}
-	return "sort"
-}
+func (op *Sort) Name() string { return either(op.ro, "sort_ro", "sort") }
 
 func (op *Sort) Writes() backends.Writes { return storeWrites(op.store) }
 

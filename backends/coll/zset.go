@@ -138,12 +138,7 @@ func (z *ZSet) All() iter.Seq2[string, float64] {
 // Encoding is what OBJECT ENCODING reports: listpack while the set has
 // never had more members, or a longer member, than l allows; skiplist
 // after.
-func (z *ZSet) Encoding(l *Limits) string {
-	if z.listpack(l) {
-		return "listpack"
-	}
-	return "skiplist"
-}
+func (z *ZSet) Encoding(l *Limits) string { return either(z.listpack(l), "listpack", "skiplist") }
 
 // listpack reports whether Redis would hold the set as a listpack.
 func (z *ZSet) listpack(l *Limits) bool { return fitsListpack(l, z.maxLen, z.maxElem) }

@@ -19,15 +19,6 @@ import (
 // (ZADD, ZSCORE, ZCOUNT, the ranges): a store that did the command sets
 // them and Reply answers from them.
 
-// zsetOf returns keys[i]'s sorted set, nil when the key does not exist.
-func zsetOf(v backends.View, i int) (*ZSet, error) {
-	val, err := v.Get(i, backends.TypeZSet)
-	if val == nil || err != nil {
-		return nil, err
-	}
-	return val.(*ZSet), nil
-}
-
 // ZAdd is ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member
 // ...], and ZINCRBY key increment member, which is ZADD key INCR.
 type ZAdd struct {
@@ -100,17 +91,12 @@ options:
 	return op, nil
 }
 
-func (op *ZAdd) Name() string {
-	if op.incrby {
-		return "zincrby"
-	}
-	return "zadd"
-}
+func (op *ZAdd) Name() string         { return either(op.incrby, "zincrby", "zadd") }
 func (*ZAdd) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *ZAdd) Run(v backends.View) error {
 	op.Added, op.Updated, op.Done, op.Score = 0, 0, false, 0
-	z, err := zsetOf(v, 0)
+	z, err := collOf[*ZSet](v, 0)
 	if err != nil {
 		return err
 	}
@@ -133,7 +119,7 @@ func (op *ZAdd) Run(v backends.View) error {
 			cur := x.score
 			if op.Incr {
 				if s += cur; math.IsNaN(s) {
-					return ErrNaNScore
+					return errNaNScore
 				}
 			}
 			if (op.LT && s >= cur) || (op.GT && s <= cur) {
@@ -186,7 +172,7 @@ func (*ZScore) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *ZScore) Run(v backends.View) error {
 	op.Score, op.Found = 0, false
-	z, err := zsetOf(v, 0)
+	z, err := collOf[*ZSet](v, 0)
 	if z == nil || err != nil {
 		return err
 	}
@@ -222,7 +208,7 @@ func (*ZMScore) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *ZMScore) Run(v backends.View) error {
 	op.Scores, op.Found = op.Scores[:0], op.Found[:0]
-	z, err := zsetOf(v, 0)
+	z, err := collOf[*ZSet](v, 0)
 	if err != nil {
 		return err
 	}
@@ -264,17 +250,12 @@ func ParseZRank(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *ZRank) Name() string {
-	if op.Rev {
-		return "zrevrank"
-	}
-	return "zrank"
-}
+func (op *ZRank) Name() string         { return either(op.Rev, "zrevrank", "zrank") }
 func (*ZRank) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *ZRank) Run(v backends.View) error {
 	op.Rank, op.Found = 0, false
-	z, err := zsetOf(v, 0)
+	z, err := collOf[*ZSet](v, 0)
 	if z == nil || err != nil {
 		return err
 	}
@@ -347,7 +328,7 @@ func (*RangeCount[R, P]) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *RangeCount[R, P]) Run(v backends.View) error {
 	op.Count = 0
-	z, err := zsetOf(v, 0)
+	z, err := collOf[*ZSet](v, 0)
 	if z == nil || err != nil {
 		return err
 	}

@@ -57,17 +57,12 @@ func ParseZPop(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *ZPop) Name() string {
-	if op.Max {
-		return "zpopmax"
-	}
-	return "zpopmin"
-}
+func (op *ZPop) Name() string         { return zpopName(op.Max) }
 func (*ZPop) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *ZPop) Run(v backends.View) error {
 	op.Found, op.Popped = false, op.Popped[:0]
-	z, err := zsetOf(v, 0)
+	z, err := collOf[*ZSet](v, 0)
 	if z == nil || err != nil {
 		return err
 	}
@@ -115,10 +110,7 @@ type ZMPop struct {
 // ParseZMPop reads ZMPOP.
 func ParseZMPop(args [][]byte) (Command, error) {
 	op := &ZMPop{}
-	if err := op.parse(args, false); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return parsed(op, op.parse(args, false))
 }
 
 // parse reads ZMPOP's arguments, or BZMPOP's (blocking).
@@ -148,12 +140,9 @@ func (op *ZMPop) Run(v backends.View) error {
 }
 
 func (op *ZMPop) Reply(w Writer) {
-	if op.key == nil {
-		w.NullArray()
+	if !poppedFrom(w, op.key, op.key != nil, 2) {
 		return
 	}
-	w.Array(2)
-	w.Bulk(op.key)
 	w.Array(len(op.popped))
 	for _, e := range op.popped {
 		w.Array(2)
@@ -171,10 +160,7 @@ type BZMPop struct {
 // ParseBZMPop reads BZMPOP.
 func ParseBZMPop(args [][]byte) (Command, error) {
 	op := &BZMPop{}
-	if err := op.parse(args, true); err != nil {
-		return nil, err
-	}
-	return op, nil
+	return parsed(op, op.parse(args, true))
 }
 
 func (*BZMPop) Name() string   { return "bzmpop" }
@@ -199,25 +185,16 @@ func ParseBZPop(args [][]byte) (Command, error) {
 	return op, nil
 }
 
-func (op *BZPop) Name() string {
-	if op.max {
-		return "bzpopmax"
-	}
-	return "bzpopmin"
-}
+func (op *BZPop) Name() string { return either(op.max, "bzpopmax", "bzpopmin") }
 
 // Reply answers the key, the member and its score; when nothing was
 // popped (a BZPOPMIN in MULTI or a script, which never waits), what a
 // timeout answers.
 func (op *BZPop) Reply(w Writer) {
-	if op.key == nil {
-		w.NullArray()
-		return
+	if poppedFrom(w, op.key, op.key != nil, 3) {
+		w.Bulk(bytesOf(op.popped[0].Member))
+		w.Double(op.popped[0].Score)
 	}
-	w.Array(3)
-	w.Bulk(op.key)
-	w.Bulk(bytesOf(op.popped[0].Member))
-	w.Double(op.popped[0].Score)
 }
 
 var (

@@ -24,25 +24,12 @@ type ZRandMember struct {
 
 // ParseZRandMember reads ZRANDMEMBER.
 func ParseZRandMember(args [][]byte) (Command, error) {
-	op := &ZRandMember{}
-	op.Args, op.KeyAt = args, at1
-	if len(args) < 3 {
-		return op, nil
-	}
-	n, err := parseRandCount(args[2])
+	n, given, pairs, err := parseRandPairs(args, "withscores")
 	if err != nil {
 		return nil, err
 	}
-	if len(args) > 4 || (len(args) == 4 && !is(args[3], "withscores")) {
-		return nil, errSyntax
-	}
-	if len(args) == 4 {
-		op.withScores = true
-		if n < -(1<<63-1)/2 || n > (1<<63-1)/2 {
-			return nil, errOutOfRange
-		}
-	}
-	op.hasCount, op.count = true, n
+	op := &ZRandMember{count: n, hasCount: given, withScores: pairs}
+	op.Args, op.KeyAt = args, at1
 	return op, nil
 }
 
@@ -51,7 +38,7 @@ func (*ZRandMember) Writes() backends.Writes { return backends.ReadOnly }
 
 func (op *ZRandMember) Run(v backends.View) error {
 	op.found, op.picks = false, op.picks[:0]
-	z, err := zsetOf(v, 0)
+	z, err := collOf[*ZSet](v, 0)
 	if z == nil || err != nil {
 		return err
 	}

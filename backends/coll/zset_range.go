@@ -34,7 +34,7 @@ func parseBounds(by RangeBy, lo, hi []byte) (Bounds, error) {
 	var err error
 	switch by {
 	case ByRank:
-		b.IndexRange, err = parseIndexRange(lo, hi)
+		err = b.IndexRange.parse(lo, hi)
 	case ByScore:
 		b.Score, err = parseScoreRange(lo, hi)
 	case ByLex:
@@ -178,7 +178,7 @@ func (op *ZRange) Writes() backends.Writes { return storeWrites(op.Store) }
 func (op *ZRange) Run(v backends.View) error {
 	op.Result, op.Stored = op.Result[:0], 0
 	src := sourceAt(op.Store)
-	z, err := zsetOf(v, src)
+	z, err := collOf[*ZSet](v, src)
 	if err != nil {
 		return err
 	}
@@ -320,7 +320,7 @@ func (*ZRemRange) Writes() backends.Writes { return backends.WritesAll }
 
 func (op *ZRemRange) Run(v backends.View) error {
 	op.Removed = 0
-	z, err := zsetOf(v, 0)
+	z, err := collOf[*ZSet](v, 0)
 	if z == nil || err != nil {
 		return err
 	}

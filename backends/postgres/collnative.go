@@ -76,11 +76,13 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 	case *coll.HSetNX:
 		err = s.hashSetNX(ctx, keys[0], op)
 	case *coll.HGet:
-		err = s.hashGet(ctx, keys[0], op)
+		if op.StrLen {
+			err = s.hashStrLen(ctx, keys[0], op)
+		} else {
+			err = s.hashGet(ctx, keys[0], op)
+		}
 	case *coll.HMGet:
 		err = s.hashMGet(ctx, keys[0], op)
-	case *coll.HStrLen:
-		err = s.hashStrLen(ctx, keys[0], op)
 	case *coll.Rem:
 		err = s.collRem(ctx, keys[0], op)
 	case *coll.HIncrBy:

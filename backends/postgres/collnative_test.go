@@ -23,7 +23,7 @@ import (
 // nativeParsers are the commands the scripts use, by lowercase name.
 var nativeParsers = map[string]coll.Parser{
 	"hset": coll.ParseHSet, "hmset": coll.ParseHSet, "hsetnx": coll.ParseHSetNX, "hget": coll.ParseHGet,
-	"hmget": coll.ParseHMGet, "hdel": coll.ParseHDel, "hexists": coll.ParseHExists, "hstrlen": coll.ParseHStrLen,
+	"hmget": coll.ParseHMGet, "hdel": coll.ParseHDel, "hexists": coll.ParseHExists, "hstrlen": coll.ParseHGet,
 	"hlen": coll.ParseHLen, "hincrby": coll.ParseHIncrBy, "hincrbyfloat": coll.ParseHIncrByFloat, "hgetall": coll.ParseHGetAll,
 
 	"sadd": coll.ParseSAdd, "srem": coll.ParseSRem, "sismember": coll.ParseSIsMember, "smismember": coll.ParseSIsMember,

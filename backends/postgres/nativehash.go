@@ -112,7 +112,7 @@ func (s *KV) hashExists(ctx context.Context, key string, op *coll.Has) error {
 }
 
 // hashStrLen is HSTRLEN.
-func (s *KV) hashStrLen(ctx context.Context, key string, op *coll.HStrLen) error {
+func (s *KV) hashStrLen(ctx context.Context, key string, op *coll.HGet) error {
 	var n *int64
 	held, err := s.field(ctx, op, key, op.Field, s.coll.hash.getLen, &n)
 	op.Len = 0

@@ -31,12 +31,6 @@ var unavailableCodes = map[string]bool{
 	"NOAUTH": true, "WRONGPASS": true, "NOPERM": true,
 }
 
-// The texts of INCRBY's refusals (valkey-go strips the "ERR " prefix).
-const (
-	notIntegerText = "value is not an integer or out of range"
-	overflowText   = "increment or decrement would overflow"
-)
-
 // wrongType reports the server's refusal of a command on a key that holds
 // another type than the command's.
 func wrongType(err error) bool {
@@ -57,9 +51,11 @@ func (d *Driver) fail(parent context.Context, op string, err error) error {
 		switch {
 		case strings.HasPrefix(msg, "WRONGTYPE"):
 			return fmt.Errorf("%s: %w", op, backends.ErrWrongType)
-		case strings.Contains(msg, notIntegerText):
+		// INCRBY's refusals: valkey-go strips the "ERR " before the texts
+		// the backends' errors have.
+		case strings.Contains(msg, backends.ErrNotInteger.Error()):
 			return fmt.Errorf("%s: %w", op, backends.ErrNotInteger)
-		case strings.Contains(msg, overflowText):
+		case strings.Contains(msg, backends.ErrOverflow.Error()):
 			return fmt.Errorf("%s: %w", op, backends.ErrOverflow)
 		}
 		code, _, _ := strings.Cut(msg, " ")
