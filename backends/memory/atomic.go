@@ -15,16 +15,22 @@ import (
 )
 
 // Atomic runs (MULTI/EXEC, scripts) and the plain commands meet on striped
-// key locks. Each stripe has a mutex and a sequence:
+// key locks. Each stripe has a mutex and a sequence, odd while an atomic
+// run holds the stripe:
 //
-//   - a plain write of a key holds its stripe's mutex while it writes, so
-//     it never lands inside an atomic run on that key; a batch of plain
-//     SETs (MSET, pipelined SETs) begun while no run is under way takes
-//     none, and a run waits for such batches before it takes its stripes
-//     (fastWrites);
-//   - an atomic run takes the mutexes of all its keys' stripes (in stripe
-//     order, so two runs cannot deadlock), makes each stripe's sequence
-//     odd, runs, and makes them even again;
+//   - a plain write of a key holds its stripe's mutex while it writes, and
+//     writes only while the sequence is even, so it never lands inside an
+//     atomic run on that key; a batch of plain SETs (MSET, pipelined SETs)
+//     begun while no run is under way takes none, and a run waits for such
+//     batches before it takes its stripes (fastWrites);
+//   - an atomic run takes each of its keys' stripes (in stripe order, so
+//     two runs cannot deadlock) by making its sequence odd under the
+//     mutex, which it lets go: the mutex is only ever held for a plain
+//     write, so writers of one key queue on it as on any mutex, each woken
+//     as the one before ends (a hot key's writers do not poll), and a
+//     writer that finds a run's odd sequence waits, no longer than the
+//     busy threshold past the run's start, while the run runs; the run
+//     makes the sequences even again when it ends;
 //   - a read takes no lock: it notes the sequences of its keys' stripes,
 //     reads, and reads again if any sequence was odd or has moved. So a
 //     reader sees all of a run's writes or none, an MGET of two keys a run
@@ -112,13 +118,23 @@ func (l *keyLocks) of(k string) *stripe {
 	return &l.stripes[l.index(k)]
 }
 
-// lock takes the stripe for a write, waiting for an atomic run that holds
-// it, but no longer than the busy threshold past that run's start.
+// lock takes the stripe's mutex for a plain write once no atomic run
+// holds the stripe, waiting for a run no longer than the busy threshold
+// past its start.
 func (st *stripe) lock() error {
-	if st == nil || st.mu.TryLock() {
+	if st == nil {
 		return nil
 	}
-	return st.wait(true)
+	for {
+		st.mu.Lock()
+		if st.seq.Load()&1 == 0 {
+			return nil
+		}
+		st.mu.Unlock()
+		if err := st.wait(); err != nil {
+			return err
+		}
+	}
 }
 
 func (st *stripe) unlock() {
@@ -127,15 +143,36 @@ func (st *stripe) unlock() {
 	}
 }
 
-// wait blocks until the stripe is free (taking it when take), or fails with
-// ErrBusy once the run holding it has run past the threshold.
-func (st *stripe) wait(take bool) error {
-	pause := time.Microsecond
+// take holds the stripe for an atomic run: its sequence made odd under the
+// mutex, once no plain write holds that and no other run the stripe.
+func (st *stripe) take() error {
 	for {
-		if take && st.mu.TryLock() {
+		st.mu.Lock()
+		if st.seq.Load()&1 == 0 {
+			st.seq.Add(1)
+			st.mu.Unlock()
 			return nil
 		}
-		if !take && st.seq.Load()&1 == 0 {
+		st.mu.Unlock()
+		if err := st.wait(); err != nil {
+			return err
+		}
+	}
+}
+
+// release ends a run's hold: since cleared before the sequence is even,
+// so the next run's start is not cleared with it.
+func (st *stripe) release() {
+	st.since.Store(0)
+	st.seq.Add(1)
+}
+
+// wait blocks until no atomic run holds the stripe, or fails with ErrBusy
+// once the run holding it has run past the threshold.
+func (st *stripe) wait() error {
+	pause := time.Microsecond
+	for {
+		if st.seq.Load()&1 == 0 {
 			return nil
 		}
 		if since := st.since.Load(); since != 0 && time.Duration(time.Now().UnixNano()-since) > st.busy.Load() {
@@ -157,7 +194,7 @@ func (st *stripe) readBegin() (uint64, error) {
 		if seq&1 == 0 {
 			return seq, nil
 		}
-		if err := st.wait(false); err != nil {
+		if err := st.wait(); err != nil {
 			return 0, err
 		}
 	}
@@ -215,25 +252,20 @@ func (s *Store) hold(keys []string, idx *[]int, fn func() error) error {
 	ix = slices.Compact(ix)
 	*idx = ix
 	for n, i := range ix {
-		if err := s.locks.stripes[i].lock(); err != nil {
+		if err := s.locks.stripes[i].take(); err != nil {
 			for _, j := range ix[:n] {
-				s.locks.stripes[j].mu.Unlock()
+				s.locks.stripes[j].release()
 			}
 			return err
 		}
 	}
 	now := time.Now().UnixNano()
 	for _, i := range ix {
-		st := &s.locks.stripes[i]
-		st.since.Store(now)
-		st.seq.Add(1)
+		s.locks.stripes[i].since.Store(now)
 	}
 	defer func() {
 		for _, i := range ix {
-			st := &s.locks.stripes[i]
-			st.seq.Add(1)
-			st.since.Store(0)
-			st.mu.Unlock()
+			s.locks.stripes[i].release()
 		}
 	}()
 	return fn()
