@@ -93,10 +93,11 @@ func (l *keyLocks) stillQuiet(gen uint64) bool {
 
 type stripe struct {
 	mu    sync.Mutex
-	seq   atomic.Uint64           // odd while an atomic run holds the stripe
-	since atomic.Int64            // when that run began (unix nanoseconds), 0: none
-	busy  *backends.BusyThreshold // the driver's: how long past since a request waits
-	_     [32]byte                // a cache line each: stripes are written by different cores
+	seq   atomic.Uint64             // odd while an atomic run holds the stripe
+	since atomic.Int64              // when that run began (unix nanoseconds), 0: none
+	busy  *backends.BusyThreshold   // the driver's: how long past since a request waits
+	left  atomic.Pointer[leftWrite] // collection writes left for the holder (combine.go)
+	_     [24]byte                  // a cache line each: stripes are written by different cores
 }
 
 func newKeyLocks(busy *backends.BusyThreshold) *keyLocks {
@@ -130,16 +131,22 @@ func (st *stripe) lock() error {
 		if st.seq.Load()&1 == 0 {
 			return nil
 		}
-		st.mu.Unlock()
+		st.unlock()
 		if err := st.wait(); err != nil {
 			return err
 		}
 	}
 }
 
+// unlock lets the stripe go, once it has run the collection writes left
+// with it (combine.go).
 func (st *stripe) unlock() {
-	if st != nil {
-		st.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.mu.Unlock()
+	if st.left.Load() != nil {
+		st.serveLeft()
 	}
 }
 
@@ -150,10 +157,10 @@ func (st *stripe) take() error {
 		st.mu.Lock()
 		if st.seq.Load()&1 == 0 {
 			st.seq.Add(1)
-			st.mu.Unlock()
+			st.unlock()
 			return nil
 		}
-		st.mu.Unlock()
+		st.unlock()
 		if err := st.wait(); err != nil {
 			return err
 		}

@@ -49,6 +49,33 @@ type collBody struct {
 	weighed atomic.Int64
 }
 
+// run runs op on v, b (when there is one) locked for a write or for a
+// read. A panic in Run lets the lock go: the connection it ends does not
+// take the key with it.
+func (b *collBody) run(write bool, op backends.Op, v backends.View) error {
+	switch {
+	case b == nil:
+	case write:
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	default:
+		b.mu.RLock()
+		defer b.mu.RUnlock()
+	}
+	return op.Run(v)
+}
+
+// runLocked runs op on v, then unlocks the bodies doMany locked, whether
+// Run returns or panics.
+func runLocked(locked []*collBody, op backends.Op, v backends.View) error {
+	defer func() {
+		for _, b := range locked {
+			b.mu.Unlock()
+		}
+	}()
+	return op.Run(v)
+}
+
 // collMark is the n of a collection's head: a string's length is never
 // negative.
 const collMark = -1
@@ -255,7 +282,6 @@ func (s *Store) doRead(k string, op backends.Op) error {
 		if ok && it.alive() {
 			if it.isColl() {
 				body = it.coll()
-				body.mu.RLock()
 				c.v.val = body.v
 			} else {
 				c.v.str = true
@@ -263,10 +289,7 @@ func (s *Store) doRead(k string, op backends.Op) error {
 		} else if ok {
 			s.expired(k)
 		}
-		err = op.Run(&c.v)
-		if body != nil {
-			body.mu.RUnlock()
-		}
+		err = body.run(false, op, &c.v)
 		if st.readOK(seq) {
 			return err
 		}
@@ -285,11 +308,17 @@ func (s *Store) doRead(k string, op backends.Op) error {
 // unless it ran on that very state: an item evicted while Run changed its
 // value is run on again, as it is now.
 func (s *Store) doWrite(k string, op backends.Op) error {
-	st := s.locks.of(k)
-	if err := st.lock(); err != nil {
-		return err
+	if st := s.locks.of(k); st != nil {
+		if ran, err := st.lockOr(s, k, op); ran || err != nil {
+			return err
+		}
+		defer st.unlock()
 	}
-	defer st.unlock()
+	return s.write(k, op)
+}
+
+// write is doWrite's write, k's stripe held.
+func (s *Store) write(k string, op backends.Op) error {
 	c := s.oneCall(op)
 	defer c.release()
 	switch it, ok := s.get(s.k(k)); {
@@ -302,9 +331,7 @@ func (s *Store) doWrite(k string, op backends.Op) error {
 	case it.isColl() && c.live(it):
 		body := it.coll()
 		c.v.val = body.v
-		body.mu.Lock()
-		c.err = op.Run(&c.v)
-		body.mu.Unlock()
+		c.err = body.run(true, op, &c.v)
 		c.ran = it
 		if c.err != nil && !c.v.put || !c.v.put && body.v.Len() > 0 && !reweigh(body) {
 			if cur, ok := s.get(s.k(k)); ok && cur == it { // not evicted meanwhile
@@ -341,15 +368,11 @@ func (c *oneCall) write(old *item, found bool) (*item, otter.ComputeOp) {
 		*v = oneView{limits: v.limits}
 		switch {
 		case body != nil:
-			body.mu.Lock()
 			v.val = body.v
 		case live:
 			v.str = true
 		}
-		c.err = c.op.Run(v)
-		if body != nil {
-			body.mu.Unlock()
-		}
+		c.err = body.run(true, c.op, v)
 	}
 	switch {
 	case c.err != nil && !v.put:
@@ -412,10 +435,7 @@ func (s *Store) doMany(keys []string, op backends.Op) error {
 		}
 		view.Load(slot, body.v, false)
 	}
-	err := op.Run(view)
-	for _, b := range locked {
-		b.mu.Unlock()
-	}
+	err := runLocked(locked, op, view)
 	if op.Writes() == backends.ReadOnly {
 		return err
 	}

@@ -37,16 +37,17 @@ func hget(t *testing.T, s *Store, key, field string) (string, bool) {
 	return w.bulk, w.bulk != "" || !w.null
 }
 
-// capture keeps the last bulk or null a reply wrote.
+// capture keeps the last bulk or null a reply wrote, and every bulk.
 type capture struct {
-	bulk string
-	null bool
-	n    int64
+	bulk  string
+	bulks []string
+	null  bool
+	n     int64
 }
 
 func (c *capture) RESP3() bool      { return false }
 func (c *capture) Int(n int64)      { c.n = n }
-func (c *capture) Bulk(b []byte)    { c.bulk = string(b) }
+func (c *capture) Bulk(b []byte)    { c.bulk = string(b); c.bulks = append(c.bulks, c.bulk) }
 func (c *capture) Status(string)    {}
 func (c *capture) Null()            { c.null = true }
 func (c *capture) NullArray()       { c.null = true }
