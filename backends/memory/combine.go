@@ -54,10 +54,35 @@ func (st *stripe) lockOr(s *Store, k string, op backends.Op) (ran bool, err erro
 			return false, nil
 		}
 		st.unlock() // an atomic run holds the stripe: lock waits for it
+	} else if done, err := st.noneThere(s, k, op); done {
+		return true, err
 	} else if ran, err := st.leave(s, k, op); ran {
 		return true, err
 	}
 	return false, st.lock()
+}
+
+// noneThere runs op's write of k without the stripe when k does not
+// exist and op makes nothing of it (a pop or a removal: what the workers
+// of a drained queue meet), and reports whether it did: k's absence is
+// read as a read reads it, and that is where the write takes effect. One
+// that would make k, or met an atomic run, takes the stripe and runs again
+// there.
+func (st *stripe) noneThere(s *Store, k string, op backends.Op) (done bool, err error) {
+	seq := st.seq.Load()
+	if seq&1 != 0 {
+		return false, nil
+	}
+	if _, ok := s.get(s.k(k)); ok {
+		return false, nil
+	}
+	c := s.oneCall(op)
+	defer c.release()
+	err = op.Run(&c.v)
+	if c.v.put || st.seq.Load() != seq {
+		return false, nil
+	}
+	return true, err
 }
 
 // leave leaves op's write of k with st, held by another, and returns its

@@ -106,6 +106,11 @@ func (panicOp) Run(backends.View) error { panic("the op's own panic") }
 func TestLeftWritePanics(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
+	// The key exists: writes of a key that does not may be done without
+	// the stripe (noneThere).
+	if err := s.Do(ctx, []string{"k"}, cmd(t, coll.ParseRPush, "rpush", "k", "first")); err != nil {
+		t.Fatal(err)
+	}
 	hold := &blockingOp{inside: make(chan struct{}), release: make(chan struct{})}
 	held := make(chan error)
 	go func() { held <- s.Do(ctx, []string{"k"}, hold) }()
@@ -142,7 +147,55 @@ func TestLeftWritePanics(t *testing.T) {
 	}
 	var r capture
 	op.Reply(&r)
-	if r.n != 1 {
-		t.Errorf("LLEN k = %d, want 1", r.n)
+	if r.n != 2 {
+		t.Errorf("LLEN k = %d, want 2", r.n)
+	}
+}
+
+// TestPopOfNoKeyWhileHeld: a pop of a key that does not exist is answered
+// while another write holds the key's stripe; a push to it, which makes
+// the key, waits for the holder.
+func TestPopOfNoKeyWhileHeld(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	other := "other"
+	for s.locks.index(other) != s.locks.index("k") {
+		other += "x"
+	}
+	hold := &blockingOp{inside: make(chan struct{}), release: make(chan struct{})}
+	held := make(chan error)
+	go func() { held <- s.Do(ctx, []string{"k"}, hold) }()
+	<-hold.inside
+
+	pop := cmd(t, coll.ParseRPop, "rpop", other)
+	popped := make(chan error, 1)
+	go func() { popped <- s.Do(ctx, []string{other}, pop) }()
+	select {
+	case err := <-popped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second): // the holder holds on until released
+		close(hold.release)
+		t.Fatal("RPOP of a key that does not exist waited for the stripe's holder")
+	}
+	var r capture
+	pop.Reply(&r)
+	if !r.null {
+		t.Errorf("RPOP of a key that does not exist answered %q, want nil", r.bulk)
+	}
+	pushed := make(chan error)
+	go func() { pushed <- s.Do(ctx, []string{other}, cmd(t, coll.ParseRPush, "rpush", other, "x")) }()
+	select {
+	case err := <-pushed:
+		t.Fatalf("a push that makes the key did not wait for the stripe's holder (%v)", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(hold.release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-pushed; err != nil {
+		t.Fatal(err)
 	}
 }
