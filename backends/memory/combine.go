@@ -10,8 +10,8 @@ import (
 // every request scores) come from many connections at once. Taking turns
 // on the stripe's mutex, each waiter is woken as the write before it ends
 // but runs only once the scheduler gets to it, and the key sits unwritten
-// meanwhile: on a sorted set every connection writes, the mutex was free
-// four tenths of the time. So a collection write that finds its stripe
+// meanwhile, for much of the time when each write is long (a sorted set's
+// skip list walks). So a collection write that finds its stripe
 // held leaves itself with the stripe (left) and waits; whoever holds the
 // stripe runs the writes left with it, in the order they came, before it
 // lets it go, and wakes their writers, which answer their clients while
@@ -113,12 +113,13 @@ func (st *stripe) leave(s *Store, k string, op backends.Op) (ran bool, err error
 func (st *stripe) serveLeft() {
 	served := 0
 	for st.left.Load() != nil && st.mu.TryLock() {
-		w := st.left.Swap(nil)
-		w = reverse(w)
-		run := st.seq.Load()&1 == 0 && served < maxServed
+		w := reverse(st.left.Swap(nil))
+		// A run takes the stripe under the mutex: none can while this
+		// holds it.
+		run := st.seq.Load()&1 == 0
 		for w != nil {
 			next := w.next
-			if run {
+			if run && served < maxServed {
 				w.run()
 				served++
 			} else {
