@@ -58,6 +58,11 @@ type group struct {
 	cmds []*command
 	ops  []backends.Op
 	errs []error
+	// spare are the last groupColl run's Ops, answered and released, and
+	// spareCmds their commands: a request of the same command at the same
+	// place of the next run is parsed into its Op (coll.Reparse).
+	spare     []backends.Op
+	spareCmds []*command
 }
 
 // getCmd, mgetCmd and setCmd are the commands that group, set by init.
@@ -172,6 +177,13 @@ func (c *conn) endGroup() {
 	if c.track != nil && g.op == groupGet {
 		c.s.tracking.Served(c.track)
 	}
+	if g.op == groupColl {
+		for _, op := range g.ops {
+			coll.Release(op)
+		}
+		g.spare, g.ops = g.ops, g.spare
+		g.spareCmds, g.cmds = g.cmds, g.spareCmds
+	}
 	clear(g.keys)
 	clear(g.pairs)
 	clear(g.vals)
@@ -266,7 +278,7 @@ func (c *conn) joinColl(cmd *command, args [][]byte, r *route.Route, k string) b
 	g := &c.group
 	at := len(g.argv)
 	g.argv = append(g.argv, args...)
-	op, err := cmd.coll.Parse(g.argv[at:len(g.argv):len(g.argv)])
+	op, err := g.parse(cmd, g.argv[at:len(g.argv):len(g.argv)])
 	if err != nil {
 		clear(g.argv[at:])
 		g.argv = g.argv[:at]
@@ -281,6 +293,17 @@ func (c *conn) joinColl(cmd *command, args [][]byte, r *route.Route, k string) b
 	g.errs = append(g.errs, nil)
 	c.countCall(cmd)
 	return true
+}
+
+// parse parses a request of a groupColl run into the Op that its
+// command had at the same place of the last run, or into a new one.
+func (g *group) parse(cmd *command, args [][]byte) (coll.Command, error) {
+	if i := len(g.ops); i < len(g.spare) && g.spareCmds[i] == cmd {
+		if ok, err := coll.Reparse(g.spare[i], args); ok {
+			return g.spare[i].(coll.Command), err
+		}
+	}
+	return cmd.coll.Parse(args)
 }
 
 // runColls runs a run of commands on one collection and answers each,

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -169,6 +170,46 @@ func TestPipelinedCollectionRunsGrouped(t *testing.T) {
 			t.Errorf("INFO commandstats lacks %q:\n%s", want, info)
 		}
 	}
+}
+
+// A run parses its requests into the Ops of the run before (coll.Reparse):
+// each is answered as itself, also after a request its parser refused,
+// in runs longer than a group and in runs of other commands.
+func TestPipelinedRunsReuseOps(t *testing.T) {
+	ts := startServer(t, Config{})
+	lists, zsets, hashes, sets := dial(t, ts.addr), dial(t, ts.addr), dial(t, ts.addr), dial(t, ts.addr)
+	for i, v := range []string{"a", "b", "c"} { // each pipeline is a batch: its run ends with it
+		n := strconv.Itoa(i + 1)
+		pipeline(t, lists, []step{{[]string{"RPUSH", "q", v, v}, ":" + strconv.Itoa(i+2) + "\r\n"},
+			{[]string{"LPOP", "q"}, "$1\r\n" + "aab"[i:i+1] + "\r\n"}})
+		pipeline(t, zsets, []step{{[]string{"ZADD", "z", n, v}, ":1\r\n"},
+			{[]string{"ZADD", "z", "XX", "CH", n + "0", v}, ":1\r\n"}})
+		pipeline(t, hashes, []step{{[]string{"HSET", "h", v, n}, ":1\r\n"}, {[]string{"HGET", "h", v}, "$1\r\n" + n + "\r\n"}})
+		pipeline(t, sets, []step{{[]string{"SADD", "s", v}, ":1\r\n"}, {[]string{"SPOP", "s"}, "$1\r\n" + v + "\r\n"}})
+	}
+	pipeline(t, zsets, []step{
+		{[]string{"ZADD", "z", "nan", "x"}, "-ERR value is not a valid float\r\n"},
+		{[]string{"ZADD", "z", "7", "d"}, ":1\r\n"},
+		{[]string{"ZSCORE", "z", "d"}, "$1\r\n7\r\n"},
+		{[]string{"ZRANGE", "z", "0", "-1", "WITHSCORES"},
+			"*8\r\n$1\r\nd\r\n$1\r\n7\r\n$1\r\na\r\n$2\r\n10\r\n$1\r\nb\r\n$2\r\n20\r\n$1\r\nc\r\n$2\r\n30\r\n"},
+	})
+	pipeline(t, hashes, []step{
+		{[]string{"HSET", "h", "f", "v", "g"}, "-ERR wrong number of arguments for 'hset' command\r\n"},
+		{[]string{"HSET", "h", "f", "v"}, ":1\r\n"},
+		{[]string{"HGET", "h", "f"}, "$1\r\nv\r\n"},
+	})
+	var push, pop []step
+	for i := range 2*maxGroup + 3 {
+		e := strconv.Itoa(i)
+		push = append(push, step{[]string{"RPUSH", "long", e}, ":" + strconv.Itoa(i+1) + "\r\n"})
+		pop = append(pop, step{[]string{"LPOP", "long"}, "$" + strconv.Itoa(len(e)) + "\r\n" + e + "\r\n"})
+	}
+	for range 2 {
+		pipeline(t, lists, push)
+		pipeline(t, lists, pop)
+	}
+	pipeline(t, lists, []step{{[]string{"RPOP", "long"}, "$-1\r\n"}, {[]string{"RPOP", "q"}, "$1\r\nc\r\n"}})
 }
 
 // WATCH sees a pipelined run on a collection as the writes it holds: a run

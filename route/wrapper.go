@@ -1,7 +1,6 @@
 package route
 
 import (
-	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -167,8 +166,9 @@ func (in *instrumented) Do(ctx context.Context, keys []string, op backends.Op) (
 }
 
 // DoSeq runs a pipelined run of commands on one key (backends.Sequencer):
-// each op is limited and counted as Do does it, with an equal share of the
-// run's time; the key is watched and reported once. A store that cannot
+// each op is limited and counted as Do does it; the key is watched and
+// reported once, and the run's time observed once per command name in
+// it, as each command's share (tookSeq). A store that cannot
 // run them in one call runs them one Do at a time.
 func (in *instrumented) DoSeq(ctx context.Context, key string, ops []backends.Op, errs []error) error {
 	writes := false
@@ -196,15 +196,7 @@ func (in *instrumented) DoSeq(ctx context.Context, key string, ops []backends.Op
 			errs[i] = in.b.Do(ctx, keys, op)
 		}
 	}
-	d := (mono() - start) / time.Duration(len(ops))
-	var o *opMetrics
-	var name string
-	for i, op := range ops {
-		if n := op.Name(); o == nil || n != name { // a run is mostly of one command
-			o, name = in.of(n), n
-		}
-		o.took(d, cmp.Or(err, errs[i]))
-	}
+	in.tookSeq((mono()-start)/time.Duration(len(ops)), ops, errs, err)
 	if writes {
 		in.wrote(ctx, key)
 	}

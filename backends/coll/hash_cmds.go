@@ -18,13 +18,18 @@ type HSet struct {
 }
 
 // ParseHSet reads HSET (and HMSET).
-func ParseHSet(args [][]byte) (Command, error) {
+func ParseHSet(args [][]byte) (Command, error) { return fresh(new(HSet), args) }
+
+func (op *HSet) reset() { *op = HSet{} }
+
+func (op *HSet) parse(args [][]byte) error {
+	op.reset()
 	if len(args)%2 != 0 {
-		return nil, arityError(args[0])
+		return arityError(args[0])
 	}
-	op := &HSet{Pairs: args[2:], hmset: is(args[0], "hmset")}
+	op.Pairs, op.hmset = args[2:], is(args[0], "hmset")
 	op.Args, op.KeyAt = args, at1
-	return op, nil
+	return nil
 }
 
 func (op *HSet) Name() string         { return either(op.hmset, "hmset", "hset") }
@@ -64,10 +69,15 @@ type HGet struct {
 }
 
 // ParseHGet reads HGET and HSTRLEN.
-func ParseHGet(args [][]byte) (Command, error) {
-	op := &HGet{Field: args[2], StrLen: is(args[0], "hstrlen")}
+func ParseHGet(args [][]byte) (Command, error) { return fresh(new(HGet), args) }
+
+func (op *HGet) reset() { *op = HGet{} }
+
+func (op *HGet) parse(args [][]byte) error {
+	op.reset()
+	op.Field, op.StrLen = args[2], is(args[0], "hstrlen")
 	op.Args, op.KeyAt = args, at1
-	return op, nil
+	return nil
 }
 
 func (op *HGet) Name() string         { return either(op.StrLen, "hstrlen", "hget") }

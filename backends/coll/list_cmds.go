@@ -20,9 +20,16 @@ type Push struct {
 }
 
 func parsePush(args [][]byte, end End, x bool) (Command, error) {
-	op := &Push{End: end, X: x, Elems: args[2:]}
+	return fresh(&Push{End: end, X: x}, args)
+}
+
+func (op *Push) reset() { *op = Push{End: op.End, X: op.X} }
+
+func (op *Push) parse(args [][]byte) error {
+	op.reset()
+	op.Elems = args[2:]
 	op.Args, op.KeyAt = args, at1
-	return op, nil
+	return nil
 }
 
 // ParseLPush reads LPUSH key element [element ...].
@@ -79,22 +86,26 @@ type Pop struct {
 	one   [1][]byte // Elems' room for one element, without an allocation
 }
 
-func parsePop(args [][]byte, end End) (Command, error) {
+func parsePop(args [][]byte, end End) (Command, error) { return fresh(&Pop{End: end}, args) }
+
+func (op *Pop) reset() { *op = Pop{End: op.End} }
+
+func (op *Pop) parse(args [][]byte) error {
+	op.reset()
 	if len(args) > 3 {
-		return nil, arityError(args[0])
+		return arityError(args[0])
 	}
-	op := &Pop{End: end, Count: -1}
-	op.Elems = op.one[:0]
+	op.Count, op.Elems = -1, op.one[:0]
 	if len(args) == 3 {
 		n, err := countArg(args[2])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		op.Count = n
 	}
 	op.Args, op.KeyAt = args, at1
 	op.NullArray = op.Count >= 0 // a count on a missing key: RESP2's nil array
-	return op, nil
+	return nil
 }
 
 // maxLong is C's LONG_MAX on the 64-bit machines Redis runs on.

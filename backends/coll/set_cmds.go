@@ -22,10 +22,15 @@ type SAdd struct {
 }
 
 // ParseSAdd reads SADD.
-func ParseSAdd(args [][]byte) (Command, error) {
-	op := &SAdd{Members: args[2:]}
+func ParseSAdd(args [][]byte) (Command, error) { return fresh(new(SAdd), args) }
+
+func (op *SAdd) reset() { *op = SAdd{} }
+
+func (op *SAdd) parse(args [][]byte) error {
+	op.reset()
+	op.Members = args[2:]
 	op.Args, op.KeyAt = args, at1
-	return op, nil
+	return nil
 }
 
 func (*SAdd) Name() string            { return "sadd" }

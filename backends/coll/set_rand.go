@@ -19,14 +19,17 @@ type SPop struct {
 }
 
 // ParseSPop reads SPOP.
-func ParseSPop(args [][]byte) (Command, error) {
-	n, given, err := optionalCount(args, countArg)
-	if err != nil {
-		return nil, err
+func ParseSPop(args [][]byte) (Command, error) { return fresh(new(SPop), args) }
+
+func (op *SPop) reset() { *op = SPop{} }
+
+func (op *SPop) parse(args [][]byte) (err error) {
+	op.reset()
+	if op.count, op.withCount, err = optionalCount(args, countArg); err != nil {
+		return err
 	}
-	op := &SPop{count: n, withCount: given}
 	op.Args, op.KeyAt = args, at1
-	return op, nil
+	return nil
 }
 
 func (*SPop) Name() string            { return "spop" }

@@ -39,8 +39,13 @@ type ZAdd struct {
 }
 
 // ParseZAdd reads ZADD and ZINCRBY.
-func ParseZAdd(args [][]byte) (Command, error) {
-	op := &ZAdd{incrby: is(args[0], "zincrby")}
+func ParseZAdd(args [][]byte) (Command, error) { return fresh(new(ZAdd), args) }
+
+func (op *ZAdd) reset() { *op = ZAdd{} }
+
+func (op *ZAdd) parse(args [][]byte) error {
+	op.reset()
+	op.incrby = is(args[0], "zincrby")
 	op.Args, op.KeyAt = args, at1
 	op.Incr = op.incrby
 	i := 2
@@ -65,16 +70,16 @@ options:
 	}
 	n := len(args) - i
 	if n == 0 || n%2 != 0 {
-		return nil, errSyntax
+		return errSyntax
 	}
 	n /= 2
 	switch {
 	case op.NX && op.XX:
-		return nil, errZAddXXNX
+		return errZAddXXNX
 	case op.GT && op.NX, op.LT && op.NX, op.GT && op.LT:
-		return nil, errZAddGTLTNX
+		return errZAddGTLTNX
 	case op.Incr && n > 1:
-		return nil, errZAddIncrPair
+		return errZAddIncrPair
 	}
 	if n == 1 {
 		op.Scores, op.Members = op.score1[:], op.member1[:]
@@ -84,11 +89,11 @@ options:
 	for j := range n {
 		s, ok := parseScore(args[i+2*j])
 		if !ok {
-			return nil, errNotFloat
+			return errNotFloat
 		}
 		op.Scores[j], op.Members[j] = s, args[i+2*j+1]
 	}
-	return op, nil
+	return nil
 }
 
 func (op *ZAdd) Name() string         { return either(op.incrby, "zincrby", "zadd") }
