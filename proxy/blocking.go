@@ -34,6 +34,9 @@ import (
 // client pop before an earlier one. A change of the key during a turn, by
 // anyone but the waiter whose run it is, starts a new turn once this one
 // has gone through every waiter.
+//
+// A write that wakes blocked clients is answered once they have run, as
+// Redis serves blocked clients before anything else (settle, waves.go).
 
 // blockPoll is how often a blocked command runs again when its route's
 // backend would not report a change, and how often a blocked client is
@@ -50,6 +53,7 @@ type waiters struct {
 	turn    map[string]*waiter
 	again   map[string]bool
 	tickets uint64
+	waves
 	// blocked counts the clients in a blocking command that found
 	// nothing, from its first wait to its answer: INFO's blocked_clients.
 	blocked atomic.Int64
@@ -73,6 +77,7 @@ func newWaiters(feed *changes.Feed) *waiters {
 		by:    map[string]map[*waiter]struct{}{},
 		turn:  map[string]*waiter{},
 		again: map[string]bool{},
+		waves: newWaves(),
 	}
 	feed.Subscribe(w)
 	return w
@@ -135,6 +140,7 @@ func (w *waiters) done(wt *waiter) {
 
 // passLocked hands each turn wt holds to the next waiter on its key.
 func (w *waiters) passLocked(wt *waiter) {
+	delete(w.holding, wt.client)
 	for _, k := range wt.keys {
 		if w.turn[k] != wt || w.giveLocked(k, wt.ticket) {
 			continue
@@ -157,9 +163,11 @@ func (w *waiters) giveLocked(key string, after uint64) bool {
 	}
 	if next == nil {
 		delete(w.turn, key)
+		w.endLocked(key)
 		return false
 	}
 	w.turn[key] = next
+	w.holdLocked(key, next.client)
 	if !next.woken {
 		next.woken = true
 		close(next.wake)
@@ -180,6 +188,7 @@ func (w *waiters) changedLocked(key string, writer int64) {
 		}
 		return
 	}
+	w.startLocked(key, writer)
 	w.giveLocked(key, 0)
 }
 

@@ -77,6 +77,33 @@ func TestBlockedServedInOrder(t *testing.T) {
 	}
 }
 
+// TestWriteAnsweredAfterTheClientsItWoke: a push is answered once the
+// clients it woke have run, and those their own pushes woke, as Redis
+// serves blocked clients before any other command (unit/type/list's
+// "Linked LMOVEs"): a command pipelined after the push sees the element
+// moved twice.
+func TestWriteAnsweredAfterTheClientsItWoke(t *testing.T) {
+	ts := startServer(t, Config{})
+	admin := dial(t, ts.addr)
+	for round := range 10 {
+		cs := blockAll(t, ts.addr, admin,
+			[]string{"BLMOVE", "l1", "l2", "RIGHT", "LEFT", "0"},
+			[]string{"BLMOVE", "l2", "l3", "LEFT", "RIGHT", "0"})
+		pipeline(t, admin, []step{
+			{[]string{"RPUSH", "l1", "foo"}, ":1\r\n"},
+			{[]string{"LRANGE", "l1", "0", "-1"}, "*0\r\n"},
+			{[]string{"LRANGE", "l2", "0", "-1"}, "*0\r\n"},
+			{[]string{"LRANGE", "l3", "0", "-1"}, "*1\r\n$3\r\nfoo\r\n"},
+		})
+		for i, c := range cs {
+			if got := c.reply(); got != "$3\r\nfoo\r\n" {
+				t.Fatalf("round %d: BLMOVE %d got %q", round, i+1, got)
+			}
+		}
+		admin.do("DEL", "l3")
+	}
+}
+
 // TestBlockedKeyOfAnotherType: a blocked BZPOPMIN is not woken into an
 // error by its key becoming a string for a while; it pops the sorted set
 // the key holds next (unit/type/zset's "ZADD + DEL + SET should not awake

@@ -298,6 +298,7 @@ func (c *conn) batch() {
 			c.holdOutput++
 		}
 		c.exec(cmd, args)
+		c.settle()
 		if muted {
 			c.holdOutput--
 		}

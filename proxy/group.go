@@ -193,6 +193,7 @@ func (c *conn) endGroup() {
 	g.keys, g.reads, g.pairs, g.vals = g.keys[:0], g.reads[:0], g.pairs[:0], g.vals[:0]
 	g.argv, g.cmds, g.ops, g.errs = g.argv[:0], g.cmds[:0], g.ops[:0], g.errs[:0] // cmds: the table's, never freed
 	g.op, g.r = groupNone, nil
+	c.settle()
 }
 
 func (c *conn) getMany(g *group) {
