@@ -90,8 +90,8 @@ test-deps: test-packages
 ## what the baseline passes and pgcache does not;
 ## REDIS_SUITE_UNITS='unit/multi unit/scan' runs only those units;
 ## REDIS_SUITE_ROUTE=postgres runs pgcache with every key on a PostgreSQL kv
-## table behind an L1 (default: the memory route; `make test` runs issue 28's
-## units on both).
+## table behind an L1 (default: the memory route; `make test` runs the
+## collection and pub/sub units on both).
 REDIS_SUITE_TARGET ?= pgcache
 REDIS_SUITE_UNITS  ?=
 REDIS_SUITE_ROUTE  ?=
