@@ -167,9 +167,9 @@ func (in *instrumented) Do(ctx context.Context, keys []string, op backends.Op) (
 
 // DoSeq runs a pipelined run of commands on one key (backends.Sequencer):
 // each op is limited and counted as Do does it; the key is watched and
-// reported once, and the run's time observed once per command name in
-// it, as each command's share (tookSeq). A store that cannot
-// run them in one call runs them one Do at a time.
+// reported once, and the run's time observed once per stretch of one
+// command, as each command's share (tookSeq). A store that cannot run
+// them in one call runs them one Do at a time.
 func (in *instrumented) DoSeq(ctx context.Context, key string, ops []backends.Op, errs []error) error {
 	writes := false
 	for _, op := range ops {
