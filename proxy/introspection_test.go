@@ -545,6 +545,25 @@ func TestConfigGetPatterns(t *testing.T) {
 	}
 }
 
+// TestObjectLooksUpTheKeyFirst: OBJECT's subcommands answer nil for a
+// missing key before anything else, as Redis's objectCommandLookupOrReply.
+func TestObjectLooksUpTheKeyFirst(t *testing.T) {
+	ts := startServer(t, Config{})
+	c := dial(t, ts.addr)
+	c.do("SADD", "s", "m")
+	for _, sub := range []string{"FREQ", "IDLETIME", "REFCOUNT", "ENCODING"} {
+		if got := c.do("OBJECT", sub, "missing"); got != "$-1\r\n" {
+			t.Errorf("OBJECT %s missing = %q, want nil", sub, got)
+		}
+	}
+	for sub, want := range map[string]string{"IDLETIME": ":0\r\n", "REFCOUNT": ":1\r\n", "ENCODING": "$9\r\nhashtable\r\n",
+		"FREQ": "-ERR An LFU maxmemory policy is not selected, access frequency not tracked."} {
+		if got := c.do("OBJECT", sub, "s"); !strings.HasPrefix(got, want) {
+			t.Errorf("OBJECT %s s = %q, want %q", sub, got, want)
+		}
+	}
+}
+
 // TestConfigEncodingLimits: the encoding thresholds (hash-max-listpack-
 // entries and the rest, under their ziplist aliases too) are read and set
 // as Redis's, and OBJECT ENCODING reports collections by them.
