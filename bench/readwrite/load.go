@@ -2,6 +2,7 @@ package readwrite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -30,6 +31,18 @@ type loadResult struct {
 	firstErr              error
 }
 
+// runOver reports whether the run has ended, for a call that returned
+// err: ctx is done, or err is a timeout at or past ctx's deadline, which a
+// driver can report before ctx says it is done (pgx times a query out by
+// the connection's own deadline, set to ctx's).
+func runOver(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(d)
+}
+
 // runLoad runs readers and writers for d: readers as fast as they can,
 // writers at rate UPDATEs per second in all (0: as fast as they can). Both
 // loops are bounded by d and by a count.
@@ -56,7 +69,7 @@ func runLoad(ctx context.Context, o *Options, read readFunc, write writeFunc, pr
 				id := 1 + rng.Int64N(int64(o.Rows))
 				t0 := time.Now()
 				hit, err := read(ctx, r, id)
-				if ctx.Err() != nil {
+				if runOver(ctx, err) {
 					break
 				}
 				if err != nil {
@@ -100,7 +113,7 @@ func runLoad(ctx context.Context, o *Options, read readFunc, write writeFunc, pr
 						}
 					}
 					if err := write(ctx, 1+rng.Int64N(int64(o.Rows))); err != nil {
-						if ctx.Err() == nil {
+						if !runOver(ctx, err) {
 							writeErrs.Add(1)
 							noteErr(fmt.Errorf("write: %w", err))
 						}
