@@ -168,20 +168,6 @@ func cmdConfigRewrite(c *conn, _ [][]byte) {
 	c.writeError("ERR CONFIG REWRITE is not supported: pgcache's configuration is its YAML config file")
 }
 
-// CONFIG HELP
-func cmdConfigHelp(c *conn, _ [][]byte) {
-	writeHelp(c, "CONFIG", []string{
-		"GET <pattern>",
-		"    Return parameters matching the glob-like <pattern> and their values.",
-		"SET <directive> <value>",
-		"    Set the configuration <directive> to <value>.",
-		"RESETSTAT",
-		"    Reset statistics reported by the INFO command.",
-		"REWRITE",
-		"    Rewrite the configuration file.",
-	})
-}
-
 // listenPort is the TCP port RESP listens on (the lowest, with several),
 // "0" with none.
 func (s *Server) listenPort() string {

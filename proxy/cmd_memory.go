@@ -53,11 +53,3 @@ func cmdMemoryUsage(c *conn, args [][]byte) {
 		c.writeInt(sized.Bytes + keyBytes)
 	}
 }
-
-// MEMORY HELP
-func cmdMemoryHelp(c *conn, _ [][]byte) {
-	writeHelp(c, "MEMORY", []string{
-		"USAGE <key> [SAMPLES <count>]",
-		"    Return memory in bytes used by <key> and its value.",
-	})
-}

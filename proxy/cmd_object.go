@@ -67,21 +67,3 @@ func cmdObjectFreq(c *conn, args [][]byte) {
 			"Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 	}
 }
-
-// OBJECT HELP
-func cmdObjectHelp(c *conn, _ [][]byte) {
-	writeHelp(c, "OBJECT", []string{
-		"ENCODING <key>",
-		"    Return the kind of internal representation used in order to store the value",
-		"    associated with a <key>.",
-		"FREQ <key>",
-		"    Return the access frequency index of the <key>. The returned integer is",
-		"    proportional to the logarithm of the recent access frequency of the key.",
-		"IDLETIME <key>",
-		"    Return the idle time of the <key>, that is the approximated number of",
-		"    seconds elapsed since the last access to the key.",
-		"REFCOUNT <key>",
-		"    Return the number of references of the value associated with the specified",
-		"    <key>.",
-	})
-}

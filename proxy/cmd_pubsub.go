@@ -194,23 +194,6 @@ func (c *conn) pubsubNumSub(kind pubsub.Kind, args [][]byte) {
 // PUBSUB NUMPAT
 func cmdPubSubNumPat(c *conn, _ [][]byte) { c.writeInt(int64(c.s.pubsub.NumPat())) }
 
-// PUBSUB HELP
-func cmdPubSubHelp(c *conn, _ [][]byte) {
-	writeHelp(c, "PUBSUB", []string{
-		"CHANNELS [<pattern>]",
-		"    Return the currently active channels matching a <pattern> (default: '*').",
-		"NUMPAT",
-		"    Return number of subscriptions to patterns.",
-		"NUMSUB [<channel> ...]",
-		"    Return the number of subscribers for the specified channels, excluding",
-		"    pattern subscriptions(default: no channels).",
-		"SHARDCHANNELS [<pattern>]",
-		"    Return the currently active shard level channels matching a <pattern> (default: '*').",
-		"SHARDNUMSUB [<shardchannel> ...]",
-		"    Return the number of subscribers for the specified shard level channel(s)",
-	})
-}
-
 // Deliver is pubsub.Subscriber's: a message for this connection, queued
 // as a push, on the publisher's goroutine.
 func (c *conn) Deliver(m pubsub.Message) {

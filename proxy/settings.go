@@ -26,10 +26,11 @@ import (
 
 // setting is one row of the table.
 type setting struct {
-	// path is the setting's key in the config file, koanf keys joined by
-	// dots; "" for a CONFIG parameter only.
-	path string
-	// reload says whether a reload may change the setting at path.
+	// paths are the setting's keys in the config file, koanf keys joined
+	// by dots: one for a setting CONFIG serves too, several for keys a
+	// reload treats alike, none for a CONFIG parameter only.
+	paths []string
+	// reload says whether a reload may change the settings at paths.
 	reload Reload
 	// names are the CONFIG parameter's names, aliases after the first;
 	// none when CONFIG does not serve the setting.
@@ -77,96 +78,78 @@ const (
 var settings = []setting{
 	// Listeners are opened once and stay open across reloads. CONFIG
 	// answers the addresses they listen on.
-	{path: "listen.resp", reload: restart, names: []string{"port"}, get: (*Server).listenPort, why: fromFile},
+	{paths: []string{"listen.resp"}, reload: restart, names: []string{"port"}, get: (*Server).listenPort, why: fromFile},
 	{names: []string{"bind"}, get: (*Server).listenHosts, why: fromFile}, // listen.resp's hosts
-	{path: "listen.http", reload: restart},
-	{path: "listen.admin", reload: restart},
-	{path: "listen.resp_unix", reload: restart, names: []string{"unixsocket"}, get: (*Server).listenUnix, why: fromFile},
-	{path: "listen.resp_unix_mode", reload: Reload{Moot: func(_, cfg *conf.Config) bool {
+	{paths: []string{"listen.http", "listen.admin"}, reload: restart},
+	{paths: []string{"listen.resp_unix"}, reload: restart, names: []string{"unixsocket"}, get: (*Server).listenUnix, why: fromFile},
+	{paths: []string{"listen.resp_unix_mode"}, reload: Reload{Moot: func(_, cfg *conf.Config) bool {
 		return cfg.Listen.RESPUnix == "" // no socket: no mode to keep
 	}}},
 	// The logger is built once, before anything else.
-	{path: "log.level", reload: restart},
-	{path: "log.format", reload: restart},
+	{paths: []string{"log.level", "log.format"}, reload: restart},
 	// Read at the swap, and again at shutdown.
-	{path: "shutdown_timeout", reload: reloads},
+	{paths: []string{"shutdown_timeout"}, reload: reloads},
 	// The RESP front takes a new Config at the swap (SetConfig).
-	{path: "resp.max_clients", reload: reloads, names: []string{"maxclients"},
+	{paths: []string{"resp.max_clients"}, reload: reloads, names: []string{"maxclients"},
 		get: func(s *Server) string { return strconv.Itoa(s.config().MaxClients) },
-		set: intIn(1, 1<<32-1, inConfig(func(c *Config, n int64) { c.MaxClients = int(n) }))},
-	{path: "resp.max_bulk_bytes", reload: reloads, names: []string{"proto-max-bulk-len"},
+		set: integers(1, 1<<32-1).setter(inConfig(func(c *Config, n int64) { c.MaxClients = int(n) }))},
+	{paths: []string{"resp.max_bulk_bytes"}, reload: reloads, names: []string{"proto-max-bulk-len"},
 		get: func(s *Server) string { return strconv.FormatInt(s.config().MaxBulkBytes, 10) },
-		set: memIn(1<<20, maxInt64, inConfig(func(c *Config, n int64) { c.MaxBulkBytes = n }))},
-	{path: "resp.max_inline_bytes", reload: reloads},
-	{path: "resp.max_multibulk_len", reload: reloads},
-	{path: "resp.max_query_bytes", reload: reloads, names: []string{"client-query-buffer-limit"},
+		set: sizes(1<<20, maxInt64).setter(inConfig(func(c *Config, n int64) { c.MaxBulkBytes = n }))},
+	{paths: []string{"resp.max_inline_bytes", "resp.max_multibulk_len"}, reload: reloads},
+	{paths: []string{"resp.max_query_bytes"}, reload: reloads, names: []string{"client-query-buffer-limit"},
 		get: func(s *Server) string { return strconv.FormatInt(s.config().MaxQueryBytes, 10) },
-		set: memIn(1<<20, maxInt64, inConfig(func(c *Config, n int64) { c.MaxQueryBytes = n }))},
-	{path: "resp.output_buffer_limit", reload: reloads, names: []string{"client-output-buffer-limit"},
+		set: sizes(1<<20, maxInt64).setter(inConfig(func(c *Config, n int64) { c.MaxQueryBytes = n }))},
+	{paths: []string{"resp.output_buffer_limit"}, reload: reloads, names: []string{"client-output-buffer-limit"},
 		get: (*Server).outputLimits, set: &setter{check: checkOutputLimits, apply: (*Server).setOutputLimits}},
-	{path: "resp.idle_timeout", reload: reloads, names: []string{"timeout"},
+	{paths: []string{"resp.idle_timeout"}, reload: reloads, names: []string{"timeout"},
 		get: func(s *Server) string { return strconv.FormatInt(int64(s.config().IdleTimeout/time.Second), 10) },
-		set: intIn(0, 1<<31-1, inConfig(func(c *Config, n int64) { c.IdleTimeout = time.Duration(n) * time.Second }))},
-	{path: "resp.write_timeout", reload: reloads},
+		set: integers(0, 1<<31-1).setter(inConfig(func(c *Config, n int64) { c.IdleTimeout = time.Duration(n) * time.Second }))},
+	{paths: []string{"resp.write_timeout"}, reload: reloads},
 	// fasthttp reads its limits while it serves: they cannot change under it.
-	{path: "http.max_body_bytes", reload: restart},
-	{path: "http.read_timeout", reload: restart},
-	{path: "http.write_timeout", reload: restart},
-	{path: "http.idle_timeout", reload: restart},
-	{path: "http.max_conns", reload: restart},
-	{path: "http.max_header_bytes", reload: restart},
+	{paths: []string{"http.max_body_bytes", "http.read_timeout", "http.write_timeout", "http.idle_timeout",
+		"http.max_conns", "http.max_header_bytes"}, reload: restart},
 	// What a reload is for: built anew next to the running ones
 	// (server/build.go). maxmemory is the backends' max_bytes, summed; the
 	// memory backend evicts by W-TinyLFU, over all keys.
-	{path: "backends", reload: reloads},
-	{path: "routes", reload: reloads},
+	{paths: []string{"backends", "routes"}, reload: reloads},
 	{names: []string{"maxmemory"}, get: func(s *Server) string { return strconv.FormatInt(s.maxMemory(), 10) }, why: fromFile},
 	{names: []string{"maxmemory-policy"}, get: always("allkeys-lfu"), why: fromFile},
 	// Credentials are swapped at the swap. pgcache keeps only a digest of
 	// passwords (internal/auth): it cannot answer the value as Redis does.
-	{path: "auth.requirepass", reload: reloads, names: []string{"requirepass"}, get: (*Server).requirePass, why: fromFile},
-	{path: "auth.users", reload: reloads},
-	{path: "auth.http_token", reload: reloads},
+	{paths: []string{"auth.requirepass"}, reload: reloads, names: []string{"requirepass"}, get: (*Server).requirePass, why: fromFile},
+	{paths: []string{"auth.users", "auth.http_token"}, reload: reloads},
 	// A listener is TLS or not for its life; the certificate behind it is
 	// read again on every reload, which is how it is renewed.
-	{path: "tls.cert_file", reload: Reload{Moot: func(old, cfg *conf.Config) bool {
+	{paths: []string{"tls.cert_file"}, reload: Reload{Moot: func(old, cfg *conf.Config) bool {
 		return old.TLS.On() == cfg.TLS.On()
 	}}},
-	{path: "tls.key_file", reload: reloads},
-	{path: "tls.client_ca_file", reload: reloads},
-	{path: "tls.fronts", reload: restart},
-	{path: "insecure", reload: reloads},
+	{paths: []string{"tls.key_file", "tls.client_ca_file"}, reload: reloads},
+	{paths: []string{"tls.fronts"}, reload: restart},
+	{paths: []string{"insecure"}, reload: reloads},
 	// The transport between instances is made at start (server.New).
-	{path: "pubsub.backend", reload: restart},
-	{path: "pubsub.prefix", reload: restart},
+	{paths: []string{"pubsub.backend", "pubsub.prefix"}, reload: restart},
 
 	// CONFIG parameters of the running server only: a reload keeps them.
 	{names: []string{"busy-reply-threshold", "lua-time-limit"},
 		get: func(s *Server) string { return strconv.FormatInt(s.busy.Load().Milliseconds(), 10) },
-		set: intIn(0, maxInt64, func(s *Server, n int64) {
+		set: integers(0, maxInt64).setter(func(s *Server, n int64) {
 			s.setBusyThreshold(time.Duration(min(n, maxInt64/int64(time.Millisecond))) * time.Millisecond)
 		})},
 	{names: []string{"tracking-table-max-keys"},
 		get: func(s *Server) string { return strconv.Itoa(s.tracking.MaxKeys()) },
-		set: intIn(0, maxInt64, func(s *Server, n int64) { s.tracking.SetMaxKeys(int(min(n, math.MaxInt32))) })},
+		set: integers(0, maxInt64).setter(func(s *Server, n int64) { s.tracking.SetMaxKeys(int(min(n, math.MaxInt32))) })},
 	// Redis's encoding thresholds, which OBJECT ENCODING reports
 	// collections by (coll.Limits): the server's, every route's stores
 	// read them (backends.Env). The list ones change nothing else here: a
 	// list is a quicklist whatever its nodes' sizes.
-	{names: []string{"hash-max-listpack-entries", "hash-max-ziplist-entries"},
-		get: limit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackEntries }), set: intIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackEntries }))},
-	{names: []string{"hash-max-listpack-value", "hash-max-ziplist-value"},
-		get: limit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackValue }), set: memIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackValue }))},
-	{names: []string{"set-max-intset-entries"},
-		get: limit(func(l *coll.Limits) *int64 { return &l.SetMaxIntsetEntries }), set: intIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.SetMaxIntsetEntries }))},
-	{names: []string{"zset-max-listpack-entries", "zset-max-ziplist-entries"},
-		get: limit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackEntries }), set: intIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackEntries }))},
-	{names: []string{"zset-max-listpack-value", "zset-max-ziplist-value"},
-		get: limit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackValue }), set: memIn(0, maxInt64, setLimit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackValue }))},
-	{names: []string{"list-max-listpack-size", "list-max-ziplist-size"},
-		get: limit(func(l *coll.Limits) *int64 { return &l.ListMaxListpackSize }), set: intIn(math.MinInt32, math.MaxInt32, setLimit(func(l *coll.Limits) *int64 { return &l.ListMaxListpackSize }))},
-	{names: []string{"list-compress-depth"},
-		get: limit(func(l *coll.Limits) *int64 { return &l.ListCompressDepth }), set: intIn(0, math.MaxInt32, setLimit(func(l *coll.Limits) *int64 { return &l.ListCompressDepth }))},
+	encLimit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackEntries }, integers(0, maxInt64), "hash-max-listpack-entries", "hash-max-ziplist-entries"),
+	encLimit(func(l *coll.Limits) *int64 { return &l.HashMaxListpackValue }, sizes(0, maxInt64), "hash-max-listpack-value", "hash-max-ziplist-value"),
+	encLimit(func(l *coll.Limits) *int64 { return &l.SetMaxIntsetEntries }, integers(0, maxInt64), "set-max-intset-entries"),
+	encLimit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackEntries }, integers(0, maxInt64), "zset-max-listpack-entries", "zset-max-ziplist-entries"),
+	encLimit(func(l *coll.Limits) *int64 { return &l.ZSetMaxListpackValue }, sizes(0, maxInt64), "zset-max-listpack-value", "zset-max-ziplist-value"),
+	encLimit(func(l *coll.Limits) *int64 { return &l.ListMaxListpackSize }, integers(math.MinInt32, math.MaxInt32), "list-max-listpack-size", "list-max-ziplist-size"),
+	encLimit(func(l *coll.Limits) *int64 { return &l.ListCompressDepth }, integers(0, math.MaxInt32), "list-compress-depth"),
 
 	// Redis's parameters for what pgcache has not, or has one way only.
 	{names: []string{"maxmemory-clients"}, get: always("0"), why: noFeature},
@@ -202,11 +185,14 @@ var (
 func init() {
 	for i := range settings {
 		st := &settings[i]
-		if st.path != "" {
-			if _, dup := byPath[st.path]; dup {
-				panic("proxy: setting " + st.path + " declared twice")
+		if len(st.paths) > 1 && st.names != nil {
+			panic("proxy: CONFIG parameter " + st.names[0] + " has several config paths")
+		}
+		for _, path := range st.paths {
+			if _, dup := byPath[path]; dup {
+				panic("proxy: setting " + path + " declared twice")
 			}
-			byPath[st.path] = st
+			byPath[path] = st
 		}
 		for _, name := range st.names {
 			if _, dup := params[name]; dup {
@@ -233,21 +219,18 @@ func ReloadOf(path string) (r Reload, ok bool) {
 func SettingPaths() []string {
 	paths := make([]string, 0, len(byPath))
 	for _, st := range settings {
-		if st.path != "" {
-			paths = append(paths, st.path)
-		}
+		paths = append(paths, st.paths...)
 	}
 	return paths
 }
 
-// limit is the getter of one of the server's encoding thresholds.
-func limit(field func(*coll.Limits) *int64) func(*Server) string {
-	return func(s *Server) string { return strconv.FormatInt(*field(s.enc.Load()), 10) }
-}
-
-// setLimit sets one of the server's encoding thresholds.
-func setLimit(field func(*coll.Limits) *int64) func(*Server, int64) {
-	return func(s *Server, n int64) { s.enc.Update(func(l *coll.Limits) { *field(l) = n }) }
+// encLimit is a CONFIG parameter of the server's encoding thresholds
+// (coll.Limits): field picks the threshold, in bounds its values.
+func encLimit(field func(*coll.Limits) *int64, in bounds, names ...string) setting {
+	return setting{names: names,
+		get: func(s *Server) string { return strconv.FormatInt(*field(s.enc.Load()), 10) },
+		set: in.setter(func(s *Server, n int64) { s.enc.Update(func(l *coll.Limits) { *field(l) = n }) }),
+	}
 }
 
 // always is the getter of a parameter whose value never changes.
@@ -267,45 +250,41 @@ func (s *Server) requirePass() string {
 
 const maxInt64 = 1<<63 - 1
 
-// intIn takes an integer between lo and hi, checked as Redis does.
-func intIn(lo, hi int64, apply func(s *Server, n int64)) *setter {
+// bounds is what CONFIG SET takes for a number: its form, an integer or
+// a memory value ("1mb", "512m", "1048576"), and its range, checked as
+// Redis does.
+type bounds struct {
+	parse    func(v string) (int64, bool)
+	notValid string // Redis's refusal of a value of another form
+	lo, hi   int64
+}
+
+func integers(lo, hi int64) bounds {
+	return bounds{func(v string) (int64, bool) { return parseInt([]byte(v)) }, "argument couldn't be parsed into an integer", lo, hi}
+}
+
+func sizes(lo, hi int64) bounds {
+	return bounds{parseMemory, "argument must be a memory value", lo, hi}
+}
+
+// setter takes a value within b and gives it to apply.
+func (b bounds) setter(apply func(s *Server, n int64)) *setter {
 	return &setter{
 		check: func(v string) string {
-			n, ok := parseInt([]byte(v))
-			if !ok {
-				return "argument couldn't be parsed into an integer"
+			n, ok := b.parse(v)
+			switch {
+			case !ok:
+				return b.notValid
+			case n < b.lo || n > b.hi:
+				return "argument must be between " + strconv.FormatInt(b.lo, 10) + " and " + strconv.FormatInt(b.hi, 10) + " inclusive"
 			}
-			return inRange(n, lo, hi)
+			return ""
 		},
 		apply: func(s *Server, v string) {
-			n, _ := parseInt([]byte(v))
+			n, _ := b.parse(v)
 			apply(s, n)
 		},
 	}
-}
-
-// memIn takes a memory value ("1mb", "512m", "1048576") between lo and hi.
-func memIn(lo, hi int64, apply func(s *Server, n int64)) *setter {
-	return &setter{
-		check: func(v string) string {
-			n, ok := parseMemory(v)
-			if !ok {
-				return "argument must be a memory value"
-			}
-			return inRange(n, lo, hi)
-		},
-		apply: func(s *Server, v string) {
-			n, _ := parseMemory(v)
-			apply(s, n)
-		},
-	}
-}
-
-func inRange(n, lo, hi int64) string {
-	if n < lo || n > hi {
-		return "argument must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10) + " inclusive"
-	}
-	return ""
 }
 
 // inConfig applies a value to a field of the server's Config.

@@ -23,30 +23,27 @@ type Stats struct {
 // collectors exports st as Prometheus metrics read at scrape time, so
 // counting costs the request path nothing more than the atomic add.
 func (st *Stats) collectors() []prometheus.Collector {
-	counter := func(name, help string, v *atomic.Int64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-			func() float64 { return float64(v.Load()) })
+	const prefix = "pgcache_resp_"
+	out := []prometheus.Collector{prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: prefix + "connected_clients",
+		Help: "RESP connections open now.",
+	}, func() float64 { return float64(st.ConnectedClients.Load()) })}
+	for _, c := range []struct {
+		name, help string
+		v          *atomic.Int64
+	}{
+		{"connections_total", "RESP connections accepted.", &st.ConnectionsTotal},
+		{"rejected_connections_total", "RESP connections refused because the maximum number of clients was connected.", &st.RejectedConnections},
+		{"commands_total", "RESP requests run.", &st.CommandsProcessed},
+		{"protocol_errors_total", "RESP connections closed for a malformed request.", &st.ProtocolErrors},
+		{"query_limit_disconnects_total", "RESP connections closed for a request over the query buffer limit.", &st.QueryLimitDisconnects},
+		{"output_limit_disconnects_total", "RESP connections closed for unread replies over the output buffer limit.", &st.OutputLimitDisconnects},
+		{"panics_total", "RESP connections closed after a command handler panicked.", &st.Panics},
+		{"auth_failures_total", "RESP AUTH and HELLO AUTH attempts refused.", &st.AuthFailures},
+	} {
+		v := c.v
+		out = append(out, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: prefix + c.name, Help: c.help},
+			func() float64 { return float64(v.Load()) }))
 	}
-	return []prometheus.Collector{
-		counter("pgcache_resp_connections_total",
-			"RESP connections accepted.", &st.ConnectionsTotal),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "pgcache_resp_connected_clients",
-			Help: "RESP connections open now.",
-		}, func() float64 { return float64(st.ConnectedClients.Load()) }),
-		counter("pgcache_resp_rejected_connections_total",
-			"RESP connections refused because the maximum number of clients was connected.", &st.RejectedConnections),
-		counter("pgcache_resp_commands_total",
-			"RESP requests run.", &st.CommandsProcessed),
-		counter("pgcache_resp_protocol_errors_total",
-			"RESP connections closed for a malformed request.", &st.ProtocolErrors),
-		counter("pgcache_resp_query_limit_disconnects_total",
-			"RESP connections closed for a request over the query buffer limit.", &st.QueryLimitDisconnects),
-		counter("pgcache_resp_output_limit_disconnects_total",
-			"RESP connections closed for unread replies over the output buffer limit.", &st.OutputLimitDisconnects),
-		counter("pgcache_resp_panics_total",
-			"RESP connections closed after a command handler panicked.", &st.Panics),
-		counter("pgcache_resp_auth_failures_total",
-			"RESP AUTH and HELLO AUTH attempts refused.", &st.AuthFailures),
-	}
+	return out
 }
