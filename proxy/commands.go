@@ -119,12 +119,10 @@ func init() {
 			{name: "freq", fn: cmdObjectFreq, kind: kindRead, arity: 3, keys: keySpec{2, 2, 1}},
 			{name: "idletime", fn: cmdObjectIdleTime, kind: kindRead, arity: 3, keys: keySpec{2, 2, 1}},
 			{name: "refcount", fn: cmdObjectRefCount, kind: kindRead, arity: 3, keys: keySpec{2, 2, 1}},
-			{name: "help", fn: cmdHelp, kind: kindAdmin, arity: 2},
 		}},
 		{name: "memory", kind: kindRead, arity: -2, subs: []spec{
 			// cmd_memory.go
 			{name: "usage", fn: cmdMemoryUsage, kind: kindRead, arity: -3, keys: keySpec{2, 2, 1}},
-			{name: "help", fn: cmdHelp, kind: kindAdmin, arity: 2},
 		}},
 		{name: "touch", fn: cmdTouch, kind: kindRead, arity: -2, keys: allKeys},
 		{name: "rename", fn: cmdRename, kind: kindWrite, arity: 3, keys: twoKeys},
@@ -178,7 +176,6 @@ func init() {
 			{name: "caching", fn: cmdClientCaching, kind: kindAdmin, arity: 3},
 			{name: "getredir", fn: cmdClientGetRedir, kind: kindAdmin, arity: 2},
 			{name: "trackinginfo", fn: cmdClientTrackingInfo, kind: kindAdmin, arity: 2},
-			{name: "help", fn: cmdHelp, kind: kindAdmin, arity: 2},
 		}},
 		{name: "time", fn: cmdTime, kind: kindAdmin, arity: 1},
 
@@ -200,7 +197,6 @@ func init() {
 			{name: "numpat", fn: cmdPubSubNumPat, kind: kindAdmin, arity: 2},
 			{name: "shardchannels", fn: cmdPubSubShardChannels, kind: kindAdmin, arity: -2},
 			{name: "shardnumsub", fn: cmdPubSubShardNumSub, kind: kindAdmin, arity: -2},
-			{name: "help", fn: cmdHelp, kind: kindAdmin, arity: 2},
 		}},
 
 		// cmd_config.go
@@ -209,7 +205,6 @@ func init() {
 			{name: "set", fn: cmdConfigSet, kind: kindAdmin, arity: -4},
 			{name: "resetstat", fn: cmdConfigResetStat, kind: kindAdmin, arity: 2},
 			{name: "rewrite", fn: cmdConfigRewrite, kind: kindAdmin, arity: 2},
-			{name: "help", fn: cmdHelp, kind: kindAdmin, arity: 2},
 		}},
 
 		// cmd_command.go
@@ -251,7 +246,9 @@ func register(m map[string]*command, parent string, s spec) *command {
 	}
 	cmd.arityErr = errArity(cmd.name)
 	if s.subs != nil {
-		cmd.subs, cmd.subList = newTable(s.name, s.subs)
+		// Every container has HELP, its lines in help.txt.
+		help := spec{name: "help", fn: cmdHelp, kind: kindAdmin, arity: 2}
+		cmd.subs, cmd.subList = newTable(s.name, append(s.subs[:len(s.subs):len(s.subs)], help))
 	}
 	m[s.name] = cmd
 	return cmd
