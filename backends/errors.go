@@ -5,34 +5,41 @@ import (
 	"strconv"
 )
 
+// Error is one of the errors a Backend returns that the fronts know (the
+// Err constants). Being constants, no package can change what the others
+// compare errors against.
+type Error string
+
+func (e Error) Error() string { return string(e) }
+
 // Errors a Backend returns. The fronts map them to Redis's replies and HTTP
 // statuses, so a backend wraps its own causes with these where they apply.
-var (
+const (
 	// ErrNotInteger: the stored value is not a decimal integer in int64 range.
-	ErrNotInteger = errors.New("value is not an integer or out of range")
+	ErrNotInteger Error = "value is not an integer or out of range"
 	// ErrOverflow: an increment would overflow int64.
-	ErrOverflow = errors.New("increment or decrement would overflow")
+	ErrOverflow Error = "increment or decrement would overflow"
 	// ErrUnavailable: the store cannot be reached now; the request may succeed later.
-	ErrUnavailable = errors.New("backend unavailable")
+	ErrUnavailable Error = "backend unavailable"
 	// ErrBadKey: the key cannot name anything in this store (for example a
 	// table route whose key does not parse as the primary key's type).
-	ErrBadKey = errors.New("invalid key")
+	ErrBadKey Error = "invalid key"
 	// ErrBadValue: the value cannot be stored here (for example a table
 	// route given something that is not a JSON object of its columns).
-	ErrBadValue = errors.New("invalid value")
+	ErrBadValue Error = "invalid value"
 	// ErrValueTooLarge: the value is over the route's max_value_bytes.
-	ErrValueTooLarge = errors.New("value too large")
+	ErrValueTooLarge Error = "value too large"
 	// ErrUnsupported: the store cannot do this operation.
-	ErrUnsupported = errors.New("operation not supported by this backend")
+	ErrUnsupported Error = "operation not supported by this backend"
 	// ErrBusy: the key is held by a script that has run past the busy
 	// threshold (Redis's -BUSY); the request may succeed once it ends.
-	ErrBusy = errors.New("busy running a script")
+	ErrBusy Error = "busy running a script"
 	// ErrUndeclaredKey: an atomic run touched a key it did not declare.
-	ErrUndeclaredKey = errors.New("key not declared by the transaction or script")
+	ErrUndeclaredKey Error = "key not declared by the transaction or script"
 	// ErrWrongType: the key holds another type of value than the command
 	// works on (a string for HSET, a hash for GET). Its text is Redis's
 	// reply, which the fronts send as it is.
-	ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+	ErrWrongType Error = "WRONGTYPE Operation against a key holding the wrong kind of value"
 )
 
 // SpecError is a route option a driver cannot honour.
