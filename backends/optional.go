@@ -209,9 +209,11 @@ type Outside struct {
 // Sequencer is a Backend that runs a pipelined run of Ops on one key in
 // one call, as Do would run each alone, in order, with no other client's
 // write of the key between them; errs[i] gets ops[i]'s error. The error it
-// returns is the call's (the store failed): every op's. The RESP front
-// sends a client's pipelined commands on one key this way, so a run of
-// sixteen LPUSHes takes the key's lock, looks it up and is measured once.
+// returns is the call's (the store failed): every op's. The ops need not
+// say which keys they made or emptied (MarkCreated): the RESP front sends
+// runs this way only while keyspace events are off. It sends
+// a client's pipelined commands on one key this way, so a run of sixteen
+// LPUSHes takes the key's lock, looks it up and is measured once.
 type Sequencer interface {
 	DoSeq(ctx context.Context, key string, ops []Op, errs []error) error
 }

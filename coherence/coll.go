@@ -1,6 +1,7 @@
 package coherence
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"time"
@@ -100,14 +101,51 @@ func (t *Tier) Do(ctx context.Context, keys []string, op backends.Op) error {
 // member the destination has), which a WATCH of it must not take for a
 // change.
 func (t *Tier) wroteColl(op backends.Op, err error, keys []string) {
-	u, _ := op.(backends.Unchanging)
 	for i, k := range keys {
-		if err == nil && u != nil && u.Unchanged(i) {
-			continue
+		if !leftAsItWas(op, err, i) {
+			t.wroteKey(k)
 		}
-		t.invalidate(true, k)
-		t.written.Set(strings.Clone(k), 0)
 	}
+}
+
+// leftAsItWas reports whether op ran without an error and says it left
+// its i-th key as it was.
+func leftAsItWas(op backends.Op, err error, i int) bool {
+	u, _ := op.(backends.Unchanging)
+	return err == nil && u != nil && u.Unchanged(i)
+}
+
+// wroteKey fences key, which a write of collections changed, and
+// remembers it as written.
+func (t *Tier) wroteKey(key string) {
+	t.invalidate(true, key)
+	t.written.Set(strings.Clone(key), 0)
+}
+
+// DoSeq runs a pipelined run of commands on one key (backends.Sequencer).
+// A run of writes goes to the backend in one call when it can take one
+// (PostgreSQL sends it in one batch), and the key is fenced once after
+// it, as after one write; a run with reads, which the L1 serves, runs
+// each op as Do does.
+func (t *Tier) DoSeq(ctx context.Context, key string, ops []backends.Op, errs []error) error {
+	sq, ok := backends.As[backends.Sequencer](t.Backend)
+	for _, op := range ops {
+		ok = ok && op.Writes() != backends.ReadOnly
+	}
+	if !ok {
+		for i, op := range ops {
+			errs[i] = t.Do(ctx, []string{key}, op)
+		}
+		return nil
+	}
+	err := sq.DoSeq(ctx, key, ops, errs)
+	for i, op := range ops {
+		if !leftAsItWas(op, cmp.Or(err, errs[i]), 0) {
+			t.wroteKey(key)
+			break
+		}
+	}
+	return err
 }
 
 // readSinceWrite counts a miss of key, and reports whether the tier wrote

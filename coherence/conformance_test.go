@@ -2,6 +2,7 @@ package coherence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -147,3 +148,49 @@ func (r *bulkReply) Array(int)      {}
 func (r *bulkReply) Map(int)        {}
 func (r *bulkReply) Set(int)        {}
 func (r *bulkReply) Double(float64) {}
+
+// A run of writes through the tier (DoSeq) drops the L1's copy of the key,
+// as one write does: the read after it sees the run's last write.
+func TestSeqFencesOnce(t *testing.T) {
+	a := newInstance(t, "coll_seq")
+	ctx := context.Background()
+	parse := func(p coll.Parser, line string) coll.Command {
+		t.Helper()
+		op, err := p(coll.Args(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	hget := func() string {
+		t.Helper()
+		op := parse(coll.ParseHGet, "hget h f")
+		if err := a.tier.Do(ctx, []string{"h"}, op); err != nil {
+			t.Fatal(err)
+		}
+		var r bulkReply
+		op.Reply(&r)
+		return r.bulk
+	}
+	if err := a.tier.Do(ctx, []string{"h"}, parse(coll.ParseHSet, "hset h f 0")); err != nil {
+		t.Fatal(err)
+	}
+	hits := a.tier.Stats.Hits.Load()
+	for deadline := time.Now().Add(10 * time.Second); a.tier.Stats.Hits.Load() == hits; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no HGET of the hash was served from L1 within 10s")
+		}
+		if got := hget(); got != "0" {
+			t.Fatalf("HGET = %q, want 0", got)
+		}
+	}
+	ops := []backends.Op{parse(coll.ParseHSet, "hset h f 1"), parse(coll.ParseHSet, "hset h f 2 g 2"),
+		parse(coll.ParseHDel, "hdel h g")}
+	errs := make([]error, len(ops))
+	if err := a.tier.DoSeq(ctx, "h", ops, errs); err != nil || errors.Join(errs...) != nil {
+		t.Fatal(err, errs)
+	}
+	if got := hget(); got != "2" {
+		t.Fatalf("HGET after a run of HSETs = %q, want 2", got)
+	}
+}

@@ -540,4 +540,5 @@ var (
 	_ backends.Wrapper   = (*Tier)(nil)
 	_ backends.Atomic    = (*Tier)(nil)
 	_ backends.Watchable = (*Tier)(nil)
+	_ backends.Sequencer = (*Tier)(nil)
 )

@@ -314,7 +314,8 @@ func (c *conn) runColls(g *group) {
 	if len(g.ops) == 1 {
 		g.errs[0] = g.r.Backend.Do(c.ctx, g.keys[:1], g.ops[0])
 	} else {
-		err = g.r.Backend.(backends.Sequencer).DoSeq(c.ctx, g.keys[0], g.ops, g.errs)
+		sq, _ := backends.As[backends.Sequencer](g.r.Backend) // a route's wrapper is one
+		err = sq.DoSeq(c.ctx, g.keys[0], g.ops, g.errs)
 	}
 	for i, op := range g.ops {
 		if err := cmp.Or(err, g.errs[i]); err != nil {

@@ -189,7 +189,7 @@ func (in *instrumented) DoSeq(ctx context.Context, key string, ops []backends.Op
 	}
 	start := mono()
 	var err error
-	if sq, ok := in.b.(backends.Sequencer); ok {
+	if sq, ok := backends.As[backends.Sequencer](in.b); ok {
 		err = sq.DoSeq(ctx, key, ops, errs)
 	} else {
 		for i, op := range ops {

@@ -20,6 +20,15 @@ var seqRuns = [][]string{
 	{"ZADD %s 1 a 2 b", "ZINCRBY %s 1 a", "ZADD %s NX 5 a", "ZPOPMIN %s", "ZRANGE %s 0 -1 WITHSCORES",
 		"ZREM %s a b", "ZCARD %s", "ZADD %s 3 c", "ZSCORE %s c"},
 	{"SADD %s x y", "SISMEMBER %s x", "SREM %s x y", "SCARD %s", "SADD %s z", "SMEMBERS %s"},
+	// Runs of the writes clients pipeline most, which a store may send as
+	// one batch: the key emptied, made again, and refused in the middle.
+	{"RPUSH %s a", "RPUSH %s b c", "LPOP %s", "LPOP %s 5", "LPOP %s", "RPOP %s 2", "LPUSHX %s x",
+		"RPUSH %s d", "LPUSHX %s e", "RPOP %s", "SADD %s m", "LPOP %s"},
+	{"SADD %s a b", "SADD %s b c", "SREM %s a b c", "SREM %s a", "SADD %s d", "HSET %s f v", "SREM %s d x"},
+	{"HSET %s f 1 g 2", "HSETNX %s f 9", "HSETNX %s h 3", "HDEL %s f g h", "HSETNX %s f 1",
+		"HSET %s f 1 f 2", "HDEL %s x", "HDEL %s f"},
+	{"ZADD %s 1 a 2 b", "ZADD %s XX 5 a", "ZADD %s NX 7 a 8 c", "ZADD %s GT CH 1 a 9 b", "ZPOPMIN %s",
+		"ZPOPMAX %s 5", "ZPOPMIN %s", "ZADD %s XX 1 a", "ZADD %s 1 z", "ZREM %s z"},
 	{"LPUSH %s x", "HGET %s f", "SADD %s m"}, // on a string: every one WRONGTYPE
 }
 

@@ -70,11 +70,13 @@ import (
 // for the others, and for the rare shapes of a native command that the
 // generic path serves (errNotNative).
 func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bool, err error) {
+	if w, ok, err := s.planned(ctx, keys[0], op); ok {
+		if err != nil {
+			return true, err
+		}
+		return true, s.write(ctx, op, w)
+	}
 	switch op := op.(type) {
-	case *coll.HSet:
-		err = s.hashSet(ctx, keys[0], op)
-	case *coll.HSetNX:
-		err = s.hashSetNX(ctx, keys[0], op)
 	case *coll.HGet:
 		if op.StrLen {
 			err = s.hashStrLen(ctx, keys[0], op)
@@ -83,22 +85,21 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		}
 	case *coll.HMGet:
 		err = s.hashMGet(ctx, keys[0], op)
-	case *coll.Rem:
-		err = s.collRem(ctx, keys[0], op)
 	case *coll.HIncrBy:
 		err = s.hashIncrBy(ctx, keys[0], op)
 	case *coll.HIncrByFloat:
 		err = s.hashIncrByFloat(ctx, keys[0], op)
-	case *coll.SAdd:
-		err = s.setAdd(ctx, keys[0], op)
 	case *coll.Has:
 		if op.Type == backends.TypeHash {
 			err = s.hashExists(ctx, keys[0], op)
 		} else {
 			err = s.setIsMember(ctx, keys[0], op)
 		}
-	case *coll.ZAdd:
-		err = s.zsetAdd(ctx, keys[0], op)
+	case *coll.ZAdd: // planned but for INCR, or pairs the generic path serves
+		if !plainPairs(op) {
+			return false, nil
+		}
+		err = s.zsetIncr(ctx, keys[0], op)
 	case *coll.ZScore:
 		err = s.zsetScore(ctx, keys[0], op)
 	case *coll.ZMScore:
@@ -111,12 +112,6 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		err = s.zsetRange(ctx, keys, op)
 	case *coll.ZRemRange:
 		err = s.zsetRemRange(ctx, keys[0], op)
-	case *coll.ZPop:
-		err = s.zsetPop(ctx, keys[0], op)
-	case *coll.Push:
-		err = s.listPush(ctx, keys[0], op)
-	case *coll.Pop:
-		err = s.listPop(ctx, keys[0], op)
 	case *coll.Len:
 		err = s.collLen(ctx, keys[0], op)
 	case *coll.LIndex:
@@ -138,6 +133,95 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 		return false, nil
 	}
 	return true, err
+}
+
+// planned is the write of an Op that is one native write of its key, made
+// without running it: the commands a client pipelines most, whose runs
+// DoSeq sends in one batch. ok is false for any other Op (ZADD ... INCR,
+// and a ZADD the generic path serves, among them); err is the key's.
+func (s *KV) planned(ctx context.Context, key string, op backends.Op) (w nativeWrite, ok bool, err error) {
+	switch op := op.(type) {
+	case *coll.ZAdd:
+		if op.Incr || !plainPairs(op) {
+			return nativeWrite{}, false, nil
+		}
+	case *coll.Push, *coll.Pop, *coll.SAdd, *coll.HSet, *coll.HSetNX, *coll.Rem, *coll.ZPop:
+	default:
+		return nativeWrite{}, false, nil
+	}
+	k, err := s.keyParam(ctx, op, key)
+	if err != nil {
+		return nativeWrite{}, true, err
+	}
+	switch op := op.(type) {
+	case *coll.Push:
+		w = s.listPush(k, op)
+	case *coll.Pop:
+		w = s.listPop(k, op)
+	case *coll.SAdd:
+		w = s.setAdd(k, op)
+	case *coll.HSet:
+		w = s.hashSet(k, op)
+	case *coll.HSetNX:
+		w = s.hashSetNX(k, op)
+	case *coll.Rem:
+		w = s.collRem(k, op)
+	case *coll.ZAdd:
+		w = s.zsetAdd(k, op)
+	case *coll.ZPop:
+		w = s.zsetPop(k, op)
+	}
+	return w, true, nil
+}
+
+// DoSeq runs a pipelined run of ops on key (backends.Sequencer). Each
+// stretch of planned writes goes in one batch: one round trip and one
+// commit for a client's sixteen pipelined LPUSHes, where Do would take
+// sixteen of each. Every write in the batch locks the key's row again and
+// drops it if it emptied it, as Do alone does, so each op sees the ones
+// before it and answers what it would alone. Any other op runs as Do runs
+// it, in its place.
+func (s *KV) DoSeq(ctx context.Context, key string, ops []backends.Op, errs []error) error {
+	keys := []string{key}
+	ws := make([]nativeWrite, 0, len(ops))
+	for i := 0; i < len(ops); {
+		ws = ws[:0]
+		j := i
+		for ; j < len(ops); j++ {
+			backends.ClearMarks(ops[j])
+			w, ok, err := s.planned(ctx, key, ops[j])
+			if !ok || err != nil {
+				break
+			}
+			ws = append(ws, w)
+		}
+		if len(ws) < 2 {
+			errs[i] = s.Do(ctx, keys, ops[i])
+			i++
+			continue
+		}
+		if err := s.writes(ctx, ops[i:j], ws, errs[i:j]); err != nil {
+			if !refused(ctx, err) {
+				for k := i; k < len(ops); k++ {
+					errs[k] = err
+				}
+				return nil
+			}
+			// One statement failed (a member over the index's size), so the
+			// batch's transaction wrote nothing: each runs alone, to fail alone.
+			for k := i; k < j; k++ {
+				errs[k] = s.Do(ctx, keys, ops[k])
+			}
+		}
+		i = j
+	}
+	return nil
+}
+
+// refused reports whether err is PostgreSQL's refusal of a statement, not
+// the store failing or the caller giving up.
+func refused(ctx context.Context, err error) bool {
+	return sqlState(err) != "" && ctx.Err() == nil && !errors.Is(err, backends.ErrUnavailable)
 }
 
 // keyParam is key as a statement parameter; a key the table's type cannot
@@ -176,62 +260,67 @@ func (s *KV) lockOrder(keys []any) any {
 // nativeWrite is one write (see the top of this file): the keys' rows
 // locked (made of kind where there are none), the statement sql, and, when
 // drop, dropEmptySQL. scan reads the statement's result; it is called
-// again when the batch is. A write of one key is most often writeKey's.
+// again when the batch is. after, when set, is the op's outcome of what
+// scan read (WRONGTYPE). A write of one key is most often keyWrite's.
 type nativeWrite struct {
-	keys []any // as keyParams
-	kind byte
-	drop bool
-	sql  string
-	args []any
-	scan func(br pgx.BatchResults) error
+	keys  []any // as keyParams
+	kind  byte
+	drop  bool
+	sql   string
+	args  []any
+	scan  func(br pgx.BatchResults) error
+	after func() error
 }
 
-// write runs w, and marks the keys it emptied (backends.MarkEmptied): those
-// dropEmptySQL deleted that step 1 did not make; and the keys it made
-// (backends.MarkCreated): those step 1 inserted that dropEmptySQL did not
-// delete. A row step 1 took over, its deadline passed, counts as neither
-// (xmax 0 says inserted, and nothing cheaper says taken over): Redis would
-// say "expired" and then "new" (coll/events.go).
+// write runs w, op's write (writes).
 func (s *KV) write(ctx context.Context, op backends.Op, w nativeWrite) error {
-	locked, order := s.lockOrder(w.keys), s.key.array(w.keys)
-	var made, dropped uint64 // by the key's place in the command's keys
-	err := s.do(ctx, op.Name(), func(ctx context.Context) error {
-		made, dropped = 0, 0
+	var errs [1]error
+	if err := s.writes(ctx, []backends.Op{op}, []nativeWrite{w}, errs[:]); err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// writes runs ws, the writes of ops, in one batch, which PostgreSQL runs
+// as one transaction, in order; errs[i] gets ops[i]'s outcome, and the
+// error returned is the batch's, every op's. Each write marks the keys it
+// emptied (backends.MarkEmptied): those dropEmptySQL deleted that step 1
+// did not make; and the keys it made (backends.MarkCreated): those step 1
+// inserted that dropEmptySQL did not delete. A row step 1 took over, its
+// deadline passed, counts as neither (xmax 0 says inserted, and nothing
+// cheaper says taken over): Redis would say "expired" and then "new"
+// (coll/events.go).
+func (s *KV) writes(ctx context.Context, ops []backends.Op, ws []nativeWrite, errs []error) error {
+	type locks struct{ locked, order any }
+	lk := make([]locks, len(ws))
+	for i, w := range ws {
+		lk[i] = locks{s.lockOrder(w.keys), s.key.array(w.keys)}
+	}
+	made, dropped := make([]uint64, len(ws)), make([]uint64, len(ws)) // by the key's place in its command's keys
+	err := s.do(ctx, ops[0].Name(), func(ctx context.Context) error {
+		clear(made)
+		clear(dropped)
 		b := &pgx.Batch{}
-		b.Queue(s.coll.lockRows, locked, w.kind, order)
-		b.Queue(w.sql, w.args...)
-		if w.drop {
-			b.Queue(s.coll.dropEmpty, locked, w.kind, order)
+		for i, w := range ws {
+			b.Queue(s.coll.lockRows, lk[i].locked, w.kind, lk[i].order)
+			b.Queue(w.sql, w.args...)
+			if w.drop {
+				b.Queue(s.coll.dropEmpty, lk[i].locked, w.kind, lk[i].order)
+			}
 		}
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
-		var at int
-		var inserted bool
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		if _, err := pgx.ForEachRow(rows, []any{&at, &inserted}, func() error {
-			if inserted {
-				made |= keyBit(at)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := w.scan(br); err != nil {
-			return err
-		}
-		if w.drop {
-			rows, err := br.Query()
-			if err != nil {
+		for i, w := range ws {
+			if err := keyBits(br, &made[i], true); err != nil {
 				return err
 			}
-			if _, err := pgx.ForEachRow(rows, []any{&at}, func() error {
-				dropped |= keyBit(at)
-				return nil
-			}); err != nil {
+			if err := w.scan(br); err != nil {
 				return err
+			}
+			if w.drop {
+				if err := keyBits(br, &dropped[i], false); err != nil {
+					return err
+				}
 			}
 		}
 		return br.Close()
@@ -239,51 +328,79 @@ func (s *KV) write(ctx context.Context, op backends.Op, w nativeWrite) error {
 	if err != nil {
 		return err
 	}
-	for i := range w.keys {
-		switch bit := keyBit(i + 1); {
-		case (dropped&^made)&bit != 0:
-			backends.MarkEmptied(op, i)
-		case (made&^dropped)&bit != 0:
-			backends.MarkCreated(op, i)
+	for i, w := range ws {
+		for j := range w.keys {
+			switch bit := keyBit(j + 1); {
+			case (dropped[i]&^made[i])&bit != 0:
+				backends.MarkEmptied(ops[i], j)
+			case (made[i]&^dropped[i])&bit != 0:
+				backends.MarkCreated(ops[i], j)
+			}
+		}
+		if w.after != nil {
+			errs[i] = w.after()
 		}
 	}
 	return nil
 }
 
-// writeKey runs w on key alone: its statement takes the key as $1, then
-// w.args, and answers one row, WRONGTYPE and then dest. It fills w's keys
-// and scan.
+// keyBits reads the next result of a batch, rows of a key's place (and,
+// with inserted, whether it was inserted), into the bits of the keys.
+func keyBits(br pgx.BatchResults, bits *uint64, inserted bool) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	var at int
+	var ins bool
+	dest := []any{&at}
+	if inserted {
+		dest = append(dest, &ins)
+	}
+	_, err = pgx.ForEachRow(rows, dest, func() error {
+		if ins || !inserted {
+			*bits |= keyBit(at)
+		}
+		return nil
+	})
+	return err
+}
+
+// keyWrite is w on one key, k: its statement takes the key as $1, then
+// w.args, and answers one row, WRONGTYPE and then dest. It fills w's
+// keys, scan and after.
+func keyWrite(k any, w nativeWrite, dest ...any) nativeWrite {
+	wrong := new(bool)
+	row := append([]any{wrong}, dest...)
+	w.keys, w.args = []any{k}, append([]any{k}, w.args...)
+	w.scan = func(br pgx.BatchResults) error { return br.QueryRow().Scan(row...) }
+	w.after = func() error { return wrongType(nil, *wrong) }
+	return w
+}
+
+// writeKey runs w on key alone (keyWrite).
 func (s *KV) writeKey(ctx context.Context, op backends.Op, key string, w nativeWrite, dest ...any) error {
 	k, err := s.keyParam(ctx, op, key)
 	if err != nil {
 		return err
 	}
-	var wrong bool
-	row := append([]any{&wrong}, dest...)
-	w.keys, w.args = []any{k}, append([]any{k}, w.args...)
-	w.scan = func(br pgx.BatchResults) error { return br.QueryRow().Scan(row...) }
-	return wrongType(s.write(ctx, op, w), wrong)
+	return s.write(ctx, op, keyWrite(k, w, dest...))
 }
 
-// pop runs a pop of up to count members of key (LPOP, RPOP, ZPOPMIN,
-// ZPOPMAX; a negative count: one) with sql, which takes the key and the
-// count as $1 and $2 and answers a row per member it popped, in the order
-// they go: WRONGTYPE, whether the key held kind, the member (NULL in the
-// one row of a pop of none) and then val. found is set from the rows;
-// reset empties the Op's result and add appends the member of the row
-// just read, with val (the batch may run again).
-func (s *KV) pop(ctx context.Context, op backends.Op, key string, kind byte, sql string, count int64,
-	found *bool, val any, reset func(), add func(member []byte)) error {
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return err
-	}
+// popWrite is a pop of up to count members of the key k (LPOP, RPOP,
+// ZPOPMIN, ZPOPMAX; a negative count: one) with sql, which takes the key
+// and the count as $1 and $2 and answers a row per member it popped, in
+// the order they go: WRONGTYPE, whether the key held kind, the member
+// (NULL in the one row of a pop of none) and then val. found is set from
+// the rows; reset empties the Op's result and add appends the member of
+// the row just read, with val (the batch may run again).
+func popWrite(k any, kind byte, sql string, count int64, found *bool, val any, reset func(), add func(member []byte)) nativeWrite {
 	if count < 0 {
 		count = 1
 	}
 	var wrong, held bool
 	var member []byte
-	err = s.write(ctx, op, nativeWrite{keys: []any{k}, kind: kind, drop: true, sql: sql, args: []any{k, count},
+	return nativeWrite{keys: []any{k}, kind: kind, drop: true, sql: sql, args: []any{k, count},
 		scan: func(br pgx.BatchResults) error {
 			*found, wrong = false, false
 			reset()
@@ -299,8 +416,8 @@ func (s *KV) pop(ctx context.Context, op backends.Op, key string, kind byte, sql
 				return nil
 			})
 			return err
-		}})
-	return wrongType(err, wrong)
+		},
+		after: func() error { return wrongType(nil, wrong) }}
 }
 
 // keyBit is the bit of the key at 1-based place at (array_position's), 0
@@ -404,7 +521,7 @@ func (s *KV) collLen(ctx context.Context, key string, op *coll.Len) error {
 }
 
 // collRem is HDEL, SREM and ZREM.
-func (s *KV) collRem(ctx context.Context, key string, op *coll.Rem) error {
+func (s *KV) collRem(k any, op *coll.Rem) nativeWrite {
 	sql := s.coll.hash.del
 	switch op.Type {
 	case backends.TypeSet:
@@ -412,8 +529,7 @@ func (s *KV) collRem(ctx context.Context, key string, op *coll.Rem) error {
 	case backends.TypeZSet:
 		sql = s.coll.zset.rem
 	}
-	return s.writeKey(ctx, op, key, nativeWrite{kind: kindOf(op.Type), drop: true, sql: sql,
-		args: []any{op.Members}}, &op.Removed)
+	return keyWrite(k, nativeWrite{kind: kindOf(op.Type), drop: true, sql: sql, args: []any{op.Members}}, &op.Removed)
 }
 
 // holds reports whether a read's row kind (nil: no live row) is want:

@@ -258,4 +258,5 @@ var (
 	_ backends.Copier      = (*KV)(nil)
 	_ backends.ExpireTimer = (*KV)(nil)
 	_ backends.RandomKeyer = (*KV)(nil)
+	_ backends.Sequencer   = (*KV)(nil)
 )

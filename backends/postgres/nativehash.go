@@ -21,9 +21,9 @@ type hashSQL struct {
 }
 
 // hashSet is HSET and HMSET.
-func (s *KV) hashSet(ctx context.Context, key string, op *coll.HSet) error {
+func (s *KV) hashSet(k any, op *coll.HSet) nativeWrite {
 	fields, values := lastValues(op.Pairs)
-	return s.writeKey(ctx, op, key, nativeWrite{kind: kindHash, sql: s.coll.hash.set, args: []any{fields, values}}, &op.Added)
+	return keyWrite(k, nativeWrite{kind: kindHash, sql: s.coll.hash.set, args: []any{fields, values}}, &op.Added)
 }
 
 // lastValues are the fields of HSET's pairs, each once, in the order they
@@ -43,8 +43,8 @@ func lastValues(pairs [][]byte) (fields, values [][]byte) {
 }
 
 // hashSetNX is HSETNX.
-func (s *KV) hashSetNX(ctx context.Context, key string, op *coll.HSetNX) error {
-	return s.writeKey(ctx, op, key, nativeWrite{kind: kindHash, sql: s.coll.hash.setNX,
+func (s *KV) hashSetNX(k any, op *coll.HSetNX) nativeWrite {
+	return keyWrite(k, nativeWrite{kind: kindHash, sql: s.coll.hash.setNX,
 		args: []any{op.Field, value(op.Value)}}, &op.Added)
 }
 

@@ -31,15 +31,15 @@ type listSQL struct {
 }
 
 // listPush is LPUSH, RPUSH, LPUSHX and RPUSHX.
-func (s *KV) listPush(ctx context.Context, key string, op *coll.Push) error {
-	return s.writeKey(ctx, op, key, nativeWrite{kind: kindList, drop: op.X, sql: s.coll.list.push,
+func (s *KV) listPush(k any, op *coll.Push) nativeWrite {
+	return keyWrite(k, nativeWrite{kind: kindList, drop: op.X, sql: s.coll.list.push,
 		args: []any{op.Elems, op.End == coll.Left, op.X}}, &op.Len)
 }
 
 // listPop is LPOP and RPOP, with or without a count.
-func (s *KV) listPop(ctx context.Context, key string, op *coll.Pop) error {
+func (s *KV) listPop(k any, op *coll.Pop) nativeWrite {
 	var elem []byte
-	return s.pop(ctx, op, key, kindList, s.coll.list.pop[index(op.End == coll.Right)], op.Count, &op.Found, &elem,
+	return popWrite(k, kindList, s.coll.list.pop[index(op.End == coll.Right)], op.Count, &op.Found, &elem,
 		func() { op.Elems = op.Elems[:0] },
 		func([]byte) { op.Elems = append(op.Elems, value(elem)) })
 }

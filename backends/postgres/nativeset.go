@@ -16,8 +16,8 @@ type setsSQL struct {
 
 // setAdd is SADD: concurrent SADDs of one set queue on its row, so each
 // counts exactly the members it added.
-func (s *KV) setAdd(ctx context.Context, key string, op *coll.SAdd) error {
-	return s.writeKey(ctx, op, key, nativeWrite{kind: kindSet, sql: s.coll.set.add, args: []any{op.Members}}, &op.Added)
+func (s *KV) setAdd(k any, op *coll.SAdd) nativeWrite {
+	return keyWrite(k, nativeWrite{kind: kindSet, sql: s.coll.set.add, args: []any{op.Members}}, &op.Added)
 }
 
 // setIsMember is SISMEMBER and SMISMEMBER.

@@ -162,9 +162,9 @@ func (s *KV) zsetRemRange(ctx context.Context, key string, op *coll.ZRemRange) e
 }
 
 // zsetPop is ZPOPMIN and ZPOPMAX.
-func (s *KV) zsetPop(ctx context.Context, key string, op *coll.ZPop) error {
+func (s *KV) zsetPop(k any, op *coll.ZPop) nativeWrite {
 	var score *float64
-	return s.pop(ctx, op, key, kindZSet, s.coll.zset.pop[index(op.Max)], op.Count, &op.Found, &score,
+	return popWrite(k, kindZSet, s.coll.zset.pop[index(op.Max)], op.Count, &op.Found, &score,
 		func() { op.Popped = op.Popped[:0] },
 		func(member []byte) { op.Popped = append(op.Popped, coll.ZEntry{Member: string(member), Score: *score}) })
 }

@@ -29,26 +29,24 @@ type zsetSQL struct {
 	pop                                  [2]string // [1]: ZPOPMAX
 }
 
-// zsetAdd is ZADD and ZINCRBY. A request that names a member twice (each
-// pair applies in turn) or gives a score of -0 (which Redis turns into 0
-// while the set is small, as the generic path's Run does) is left to the
-// generic path.
-func (s *KV) zsetAdd(ctx context.Context, key string, op *coll.ZAdd) error {
-	if !plainPairs(op) {
-		return errNotNative
-	}
-	if op.Incr {
-		return s.zsetIncr(ctx, key, op)
-	}
+// zsetAdd is ZADD without INCR (zsetIncr is ZADD INCR and ZINCRBY). A
+// request that names a member twice (each pair applies in turn) or gives
+// a score of -0 (which Redis turns into 0 while the set is small, as the
+// generic path's Run does) is left to the generic path (planned).
+func (s *KV) zsetAdd(k any, op *coll.ZAdd) nativeWrite {
 	op.Done, op.Score = false, 0
 	w := nativeWrite{kind: kindZSet, sql: s.coll.zset.add, args: []any{op.Members, op.Scores, op.NX, op.GT, op.LT}}
 	if op.XX {
 		w.drop, w.sql, w.args = true, s.coll.zset.addXX, []any{op.Members, op.Scores, op.GT, op.LT}
 	}
-	var written int64
-	err := s.writeKey(ctx, op, key, w, &op.Added, &written)
-	op.Updated = written - op.Added
-	return err
+	written := new(int64)
+	w = keyWrite(k, w, &op.Added, written)
+	wrong := w.after
+	w.after = func() error {
+		op.Updated = *written - op.Added
+		return wrong()
+	}
+	return w
 }
 
 // plainPairs reports whether ZADD's pairs name distinct members, none
