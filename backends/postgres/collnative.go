@@ -201,7 +201,7 @@ func (s *KV) DoSeq(ctx context.Context, key string, ops []backends.Op, errs []er
 			continue
 		}
 		if err := s.writes(ctx, ops[i:j], ws, errs[i:j]); err != nil {
-			if !refused(ctx, err) {
+			if !refused(ctx, err) { // the store failed: so does the rest of the run
 				for k := i; k < len(ops); k++ {
 					errs[k] = err
 				}
@@ -344,8 +344,9 @@ func (s *KV) writes(ctx context.Context, ops []backends.Op, ws []nativeWrite, er
 	return nil
 }
 
-// keyBits reads the next result of a batch, rows of a key's place (and,
-// with inserted, whether it was inserted), into the bits of the keys.
+// keyBits reads the next result of a batch into bits: a row per key, its
+// place (keyBit), and with inserted whether step 1 inserted its row, in
+// which case only the inserted ones count.
 func keyBits(br pgx.BatchResults, bits *uint64, inserted bool) error {
 	rows, err := br.Query()
 	if err != nil {
@@ -358,7 +359,7 @@ func keyBits(br pgx.BatchResults, bits *uint64, inserted bool) error {
 		dest = append(dest, &ins)
 	}
 	_, err = pgx.ForEachRow(rows, dest, func() error {
-		if ins || !inserted {
+		if !inserted || ins {
 			*bits |= keyBit(at)
 		}
 		return nil
