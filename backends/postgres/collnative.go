@@ -140,19 +140,7 @@ func (s *KV) native(ctx context.Context, keys []string, op backends.Op) (done bo
 // DoSeq sends in one batch. ok is false for any other Op (ZADD ... INCR,
 // and a ZADD the generic path serves, among them); err is the key's.
 func (s *KV) planned(ctx context.Context, key string, op backends.Op) (w nativeWrite, ok bool, err error) {
-	switch op := op.(type) {
-	case *coll.ZAdd:
-		if op.Incr || !plainPairs(op) {
-			return nativeWrite{}, false, nil
-		}
-	case *coll.Push, *coll.Pop, *coll.SAdd, *coll.HSet, *coll.HSetNX, *coll.Rem, *coll.ZPop:
-	default:
-		return nativeWrite{}, false, nil
-	}
-	k, err := s.keyParam(ctx, op, key)
-	if err != nil {
-		return nativeWrite{}, true, err
-	}
+	k, kerr := s.key.param(key)
 	switch op := op.(type) {
 	case *coll.Push:
 		w = s.listPush(k, op)
@@ -166,10 +154,18 @@ func (s *KV) planned(ctx context.Context, key string, op backends.Op) (w nativeW
 		w = s.hashSetNX(k, op)
 	case *coll.Rem:
 		w = s.collRem(k, op)
-	case *coll.ZAdd:
-		w = s.zsetAdd(k, op)
 	case *coll.ZPop:
 		w = s.zsetPop(k, op)
+	case *coll.ZAdd:
+		if op.Incr || !plainPairs(op) {
+			return nativeWrite{}, false, nil
+		}
+		w = s.zsetAdd(k, op)
+	default:
+		return nativeWrite{}, false, nil
+	}
+	if kerr != nil {
+		return nativeWrite{}, true, opError(ctx, s.where, op.Name(), kerr)
 	}
 	return w, true, nil
 }
