@@ -211,9 +211,10 @@ type Outside struct {
 // write of the key between them; errs[i] gets ops[i]'s error. The error it
 // returns is the call's (the store failed): every op's. The ops need not
 // say which keys they made or emptied (MarkCreated): the RESP front sends
-// runs this way only while keyspace events are off. It sends
-// a client's pipelined commands on one key this way, so a run of sixteen
-// LPUSHes takes the key's lock, looks it up and is measured once.
+// runs this way only while keyspace events are off. It sends a client's
+// pipelined commands on one key this way, so a run of sixteen LPUSHes
+// takes the key's lock, looks it up and is measured once (memory), or is
+// one round trip and one commit (PostgreSQL).
 type Sequencer interface {
 	DoSeq(ctx context.Context, key string, ops []Op, errs []error) error
 }
