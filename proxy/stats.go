@@ -41,9 +41,8 @@ func (st *Stats) collectors() []prometheus.Collector {
 		{"panics_total", "RESP connections closed after a command handler panicked.", &st.Panics},
 		{"auth_failures_total", "RESP AUTH and HELLO AUTH attempts refused.", &st.AuthFailures},
 	} {
-		v := c.v
 		out = append(out, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: prefix + c.name, Help: c.help},
-			func() float64 { return float64(v.Load()) }))
+			func() float64 { return float64(c.v.Load()) }))
 	}
 	return out
 }
